@@ -1,0 +1,24 @@
+package dev.gpushare.node;
+
+import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.ReservedPerGpu;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * How the node runtime is set up: the simulated nodes to register at first start (a node already
+ * in the journal keeps what the journal says), what the sharing module reserves per GPU, and how
+ * long internal asks may take.
+ */
+public record RuntimeSettings(
+    List<SimulatedNode> nodes, ReservedPerGpu reservedPerGpu, Duration askTimeout) {
+
+  /**
+   * A simulated GPU-HPN node: its manifest ({@code status.capacity["nvidia.com/gpu"]} gives the
+   * number of GPUs) and the model and memory its simulated GPUs report.
+   */
+  public record SimulatedNode(NodeManifest manifest, String gpuModel, long gpuMemoryMiB) {}
+
+  public static final String DEFAULT_GPU_MODEL = "NVIDIA H800";
+  public static final long DEFAULT_GPU_MEMORY_MIB = 81559;
+}

@@ -1,0 +1,73 @@
+package dev.gpushare.node.api;
+
+import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.node.api.Views.ClockView;
+import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.PutNodeResult;
+import dev.gpushare.node.api.Views.QueueEntryView;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
+
+/**
+ * Everything the edges (HTTP API, later the Kubernetes sync and the CLI) may ask of the arbiter.
+ * Every stage completes exceptionally with a {@link ServiceException} on refusal; a completed
+ * stage means the decision is durable (persisted) and visible to the next read.
+ */
+public interface GpuShareService {
+
+  /** Whether the journal is recovered and every node has reconciled with its GPU ledgers. */
+  boolean ready();
+
+  CompletionStage<List<NodeView>> nodes();
+
+  CompletionStage<NodeView> node(String name);
+
+  CompletionStage<List<QueueEntryView>> queue(String node);
+
+  /** Embedded mode: register or replace a simulated node. */
+  CompletionStage<PutNodeResult> putNode(NodeManifest manifest);
+
+  /**
+   * Embedded mode: merge-patch labels and annotations ({@code null} value = remove), as {@code
+   * kubectl label} / {@code kubectl annotate} do.
+   */
+  CompletionStage<NodeView> patchNode(
+      String name, Map<String, String> labels, Map<String, String> annotations);
+
+  /** Embedded mode: create a pod; without {@code nodeName} the embedded scheduler places it. */
+  CompletionStage<PodView> createPod(PodManifest manifest);
+
+  /** Embedded mode: delete a pod; everything it held is freed. Answers the pod's last view. */
+  CompletionStage<PodView> deletePod(String namespace, String name);
+
+  CompletionStage<List<PodView>> pods(Optional<String> node);
+
+  CompletionStage<PodView> pod(String namespace, String name);
+
+  /** Data plane: raise demand (Hibernation → Ready, or straight to Running). */
+  CompletionStage<PodView> demand(String namespace, String name);
+
+  /** Data plane: withdraw demand or release the GPU (→ Hibernation). */
+  CompletionStage<PodView> release(String namespace, String name);
+
+  /** Data plane: completes as soon as the pod is Running, else at the timeout; the view either way. */
+  CompletionStage<PodView> awaitGrant(String namespace, String name, Duration timeout);
+
+  /** Data plane: the pod's view now and after every change; completes when the pod is deleted. */
+  Source<PodView, NotUsed> watch(String namespace, String name);
+
+  ClockView clock();
+
+  /**
+   * Manual clock only: move time forward; timers due in between fire in order, and every decision
+   * they cause is durable before the stage completes.
+   */
+  CompletionStage<ClockView> advance(Duration by);
+}

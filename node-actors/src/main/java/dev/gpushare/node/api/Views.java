@@ -1,0 +1,78 @@
+package dev.gpushare.node.api;
+
+import dev.gpushare.arbiter.NodeStatus;
+import dev.gpushare.arbiter.QosConfig;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What the API shows (API.md): plain records that Jackson writes as the documented JSON. Field
+ * names are the JSON names.
+ */
+public final class Views {
+  private Views() {}
+
+  /** {@code {"core":50,"memory":50}}. */
+  public record ShareView(int core, int memory) {}
+
+  /** A node (API.md {@code NodeView}). {@code qos} is the QoS config in force. */
+  public record NodeView(
+      String name,
+      Map<String, String> labels,
+      Map<String, String> annotations,
+      String policy,
+      QosConfig qos,
+      NodeStatus status,
+      List<GpuView> gpus,
+      List<QueueEntryView> queue,
+      List<EventView> events) {}
+
+  public record GpuView(
+      int index,
+      String uuid,
+      String model,
+      long memoryMiB,
+      String health,
+      ShareView inUse,
+      List<String> pods) {}
+
+  /** One ready-queue entry; {@code position} is 1-based. */
+  public record QueueEntryView(String pod, int position, long waitingSeconds, ShareView limits) {}
+
+  /** The device a pod uses, with its real index on the node. */
+  public record GpuRef(int index, String uuid) {}
+
+  /** A Kubernetes Event recorded on a pod or node (source {@code gpushare}). */
+  public record EventView(String type, String reason, String message, Instant time, String source) {}
+
+  /** A pod condition in the Kubernetes shape. */
+  public record PodConditionView(
+      String type, String status, String reason, String message, Instant lastTransitionTime) {}
+
+  /**
+   * A pod (API.md {@code PodView}). {@code policy}, {@code requests}, {@code limits} and {@code
+   * state} are {@code null} for pods that do not share a GPU (exclusive or CPU-only pods).
+   */
+  public record PodView(
+      String namespace,
+      String name,
+      String uid,
+      String node,
+      String policy,
+      String state,
+      ShareView requests,
+      ShareView limits,
+      GpuRef gpu,
+      Integer queuePosition,
+      Long waitingSeconds,
+      Long runningSeconds,
+      List<PodConditionView> conditions,
+      List<EventView> events) {}
+
+  /** {@code {"now":"…","manual":true}}. */
+  public record ClockView(Instant now, boolean manual) {}
+
+  /** The answer to PUT /v1/nodes/{node}: whether the node was new, and its view. */
+  public record PutNodeResult(boolean created, NodeView node) {}
+}
