@@ -3,8 +3,8 @@ package dev.gpushare.arbiter;
 import java.time.Instant;
 
 /**
- * The one injectable clock. Production uses {@link #system()}; tests and the simulator use a
- * {@link ManualClock}, whose time moves only when told.
+ * The one injectable clock. Production uses {@link #system()}; tests and the simulator use a {@link
+ * ManualClock}, whose time moves only when told.
  */
 public interface ArbiterClock {
   Instant now();

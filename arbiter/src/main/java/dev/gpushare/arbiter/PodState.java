@@ -1,9 +1,9 @@
 package dev.gpushare.arbiter;
 
 /**
- * A sharing pod's state (SPEC §4). Share-pool pods move between {@code Hibernation}, {@code
- * Ready} and {@code Running}; static pods are {@code Pending} until pinned and {@code Running}
- * from then on.
+ * A sharing pod's state (SPEC §4). Share-pool pods move between {@code Hibernation}, {@code Ready}
+ * and {@code Running}; static pods are {@code Pending} until pinned and {@code Running} from then
+ * on.
  */
 public enum PodState {
   HIBERNATION("Hibernation"),

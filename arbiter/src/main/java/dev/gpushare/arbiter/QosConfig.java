@@ -3,8 +3,8 @@ package dev.gpushare.arbiter;
 import java.time.Duration;
 
 /**
- * The share-pool QoS config, from the node annotation {@code
- * alibabacloud.com/gpu-share-qos-config} (SPEC §2).
+ * The share-pool QoS config, from the node annotation {@code alibabacloud.com/gpu-share-qos-config}
+ * (SPEC §2).
  *
  * @param preemptEnabled whether a queued pod may preempt a running one
  * @param podMaxDurationMinutes a pod Running continuously longer than this is a preemption

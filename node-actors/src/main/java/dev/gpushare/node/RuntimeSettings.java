@@ -6,9 +6,9 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * How the node runtime is set up: the simulated nodes to register at first start (a node already
- * in the journal keeps what the journal says), what the sharing module reserves per GPU, and how
- * long internal asks may take.
+ * How the node runtime is set up: the simulated nodes to register at first start (a node already in
+ * the journal keeps what the journal says), what the sharing module reserves per GPU, and how long
+ * internal asks may take.
  */
 public record RuntimeSettings(
     List<SimulatedNode> nodes, ReservedPerGpu reservedPerGpu, Duration askTimeout) {

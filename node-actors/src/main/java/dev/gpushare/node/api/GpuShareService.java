@@ -17,8 +17,8 @@ import org.apache.pekko.stream.javadsl.Source;
 
 /**
  * Everything the edges (HTTP API, later the Kubernetes sync and the CLI) may ask of the arbiter.
- * Every stage completes exceptionally with a {@link ServiceException} on refusal; a completed
- * stage means the decision is durable (persisted) and visible to the next read.
+ * Every stage completes exceptionally with a {@link ServiceException} on refusal; a completed stage
+ * means the decision is durable (persisted) and visible to the next read.
  */
 public interface GpuShareService {
 
@@ -57,7 +57,9 @@ public interface GpuShareService {
   /** Data plane: withdraw demand or release the GPU (→ Hibernation). */
   CompletionStage<PodView> release(String namespace, String name);
 
-  /** Data plane: completes as soon as the pod is Running, else at the timeout; the view either way. */
+  /**
+   * Data plane: completes as soon as the pod is Running, else at the timeout; the view either way.
+   */
   CompletionStage<PodView> awaitGrant(String namespace, String name, Duration timeout);
 
   /** Data plane: the pod's view now and after every change; completes when the pod is deleted. */

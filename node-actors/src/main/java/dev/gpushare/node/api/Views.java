@@ -44,7 +44,8 @@ public final class Views {
   public record GpuRef(int index, String uuid) {}
 
   /** A Kubernetes Event recorded on a pod or node (source {@code gpushare}). */
-  public record EventView(String type, String reason, String message, Instant time, String source) {}
+  public record EventView(
+      String type, String reason, String message, Instant time, String source) {}
 
   /** A pod condition in the Kubernetes shape. */
   public record PodConditionView(
