@@ -1,9 +1,16 @@
 package dev.gpushare.node;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.node.api.GpuShareService;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.apache.pekko.cluster.typed.Join;
 
 /**
  * Starts the arbiter's actors in an actor system whose persistence plugins are configured, and
@@ -13,11 +20,35 @@ public final class GpuShareRuntime {
   private GpuShareRuntime() {}
 
   /**
+   * The actor-system settings the runtime needs (a cluster provider on loopback, sharding that
+   * keeps entities alive): put them under the persistence profile, above {@code
+   * ConfigFactory.load()}.
+   */
+  public static Config config() {
+    return ConfigFactory.parseResources("gpushare-runtime.conf");
+  }
+
+  /**
    * Recovers every known node from the journal, registers the configured simulated nodes that are
    * new, reconciles each arbiter with its GPU ledgers, and completes with the service.
    */
   public static CompletionStage<GpuShareService> start(
       ActorSystem<?> system, RuntimeSettings settings, ArbiterClock clock) {
-    throw new UnsupportedOperationException("being written");
+    Cluster cluster = Cluster.get(system);
+    cluster.manager().tell(Join.create(cluster.selfMember().address()));
+    AtomicReference<DefaultGpuShareService> service = new AtomicReference<>();
+    PodActor.Listener listener = (key, record) -> service.get().changed(key, record);
+    Entities[] holder = new Entities[1];
+    holder[0] =
+        Entities.init(
+            system,
+            settings.reservedPerGpu(),
+            clock,
+            listener,
+            node -> new ShardedPeers(holder[0], node, settings.askTimeout()));
+    ActorRef<NodeDirectory.Command> directory =
+        system.systemActorOf(NodeDirectory.create(), "node-directory", Props.empty());
+    service.set(new DefaultGpuShareService(system, holder[0], directory, settings, clock));
+    return service.get().start().thenApply(d -> service.get());
   }
 }

@@ -1,0 +1,67 @@
+package dev.gpushare.arbiter;
+
+import java.time.Instant;
+
+/**
+ * What users see of a decision on the pod (SPEC §7): Kubernetes Events (source {@code gpushare})
+ * and pod conditions, with their exact texts. The one home of these words.
+ */
+public final class PodNotes {
+  private PodNotes() {}
+
+  public static final String SOURCE = "gpushare";
+  public static final String RECLAIM_CONDITION = "Interruption.GPUShareReclaim";
+  public static final String ALLOCATED_CONDITION = "GPUShareAllocated";
+  public static final String PREEMPTED = "GPUSharePreempted";
+  public static final String PREEMPT = "GPUSharePreempt";
+  public static final String FRAGMENTED = "GPUShareFragmented";
+  public static final String PINNED = "GPUSharePinned";
+
+  /** A Kubernetes Event on a pod. */
+  public record EventNote(String type, String reason, String message, Instant time)
+      implements JsonSerializable {}
+
+  /** A pod condition; it replaces any earlier condition of the same type. */
+  public record ConditionNote(
+      String type, String status, String reason, String message, Instant time)
+      implements JsonSerializable {}
+
+  /** On the victim: {@code GPU is preempted by <new-pod-name>.} */
+  public static String preemptedBy(PodKey preemptor) {
+    return "GPU is preempted by " + preemptor.name() + ".";
+  }
+
+  /** On the preemptor: {@code GPU is preempted from <old-pod-name>.} */
+  public static String preemptedFrom(PodKey victim) {
+    return "GPU is preempted from " + victim.name() + ".";
+  }
+
+  public static EventNote victimEvent(PodKey preemptor, Instant at) {
+    return new EventNote("Warning", PREEMPTED, preemptedBy(preemptor), at);
+  }
+
+  public static ConditionNote victimCondition(PodKey preemptor, Instant at) {
+    return new ConditionNote(RECLAIM_CONDITION, "True", PREEMPTED, preemptedBy(preemptor), at);
+  }
+
+  public static EventNote preemptorEvent(PodKey victim, Instant at) {
+    return new EventNote("Warning", PREEMPT, preemptedFrom(victim), at);
+  }
+
+  public static ConditionNote preemptorCondition(PodKey victim, Instant at) {
+    return new ConditionNote(RECLAIM_CONDITION, "True", PREEMPT, preemptedFrom(victim), at);
+  }
+
+  public static EventNote fragmentedEvent(String message, Instant at) {
+    return new EventNote("Warning", FRAGMENTED, message, at);
+  }
+
+  public static ConditionNote fragmentedCondition(String message, Instant at) {
+    return new ConditionNote(ALLOCATED_CONDITION, "False", FRAGMENTED, message, at);
+  }
+
+  public static ConditionNote pinnedCondition(int gpu, String uuid, Instant at) {
+    return new ConditionNote(
+        ALLOCATED_CONDITION, "True", PINNED, "pinned to GPU " + gpu + " (" + uuid + ").", at);
+  }
+}

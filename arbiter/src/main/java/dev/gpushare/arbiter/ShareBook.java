@@ -1,0 +1,507 @@
+package dev.gpushare.arbiter;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.TreeMap;
+
+/**
+ * The arbiter's book for one node: the pods bound to it, the ready queue, who holds which share of
+ * which GPU, and the policy in force. Pure and immutable: each change returns a new book with a
+ * higher {@link #revision}, and {@link #next} says what the arbiter should decide now. The node's
+ * {@code NodeArbiter} actor persists each change as an event and replays it through the same
+ * methods, so recovery rebuilds exactly this value.
+ *
+ * <p>Pods are named by entity id ({@code ns/name/uid}) throughout.
+ */
+public record ShareBook(
+    String node,
+    SharePolicy policy,
+    QosConfig qos,
+    List<GpuSlot> gpus,
+    Map<String, Member> members,
+    ReadyQueue queue,
+    Map<String, Holding> holdings,
+    List<String> pendingPins,
+    long decisions,
+    long revision)
+    implements JsonSerializable {
+
+  /** One GPU as the arbiter knows it. */
+  public record GpuSlot(int index, String uuid, boolean healthy) implements JsonSerializable {}
+
+  /** A pod bound to the node. {@code fragmentedReported}: static pod told it cannot be pinned. */
+  public record Member(PodKey key, PodSharing spec, boolean fragmentedReported)
+      implements JsonSerializable {}
+
+  /**
+   * A share held on a GPU: Running share-pool pods hold their limits, pinned static pods their
+   * requests.
+   */
+  public record Holding(String decisionId, int gpu, Share share, Instant since, boolean pinned)
+      implements JsonSerializable {}
+
+  /** What the arbiter should do next. */
+  public sealed interface Decision {}
+
+  /** Give the queue head a share of {@code gpu}. */
+  public record Grant(String pod, int gpu) implements Decision {}
+
+  /** Take {@code gpu} from {@code victims} (longest-running first) for the queue head. */
+  public record Preempt(String pod, int gpu, List<String> victims) implements Decision {}
+
+  /** Pin a static pod to {@code gpu} by its requests. */
+  public record Pin(String pod, int gpu) implements Decision {}
+
+  /** Tell a static pod, once, that no single GPU has room for it. */
+  public record ReportFragmented(String pod, String message) implements Decision {}
+
+  public ShareBook {
+    gpus = List.copyOf(gpus);
+    members = new TreeMap<>(members);
+    holdings = new TreeMap<>(holdings);
+    pendingPins = List.copyOf(pendingPins);
+  }
+
+  public static ShareBook empty(String node) {
+    return new ShareBook(
+        node,
+        SharePolicy.NONE,
+        QosConfig.DEFAULT,
+        List.of(),
+        Map.of(),
+        ReadyQueue.EMPTY,
+        Map.of(),
+        List.of(),
+        0,
+        0);
+  }
+
+  // ---- changes (each one is an arbiter event) ----
+
+  public ShareBook withGpus(List<GpuSlot> slots) {
+    return new ShareBook(
+        node, policy, qos, slots, members, queue, holdings, pendingPins, decisions, revision + 1);
+  }
+
+  public ShareBook withPolicy(SharePolicy newPolicy, QosConfig newQos) {
+    return new ShareBook(
+        node,
+        newPolicy,
+        newQos,
+        gpus,
+        members,
+        queue,
+        holdings,
+        pendingPins,
+        decisions,
+        revision + 1);
+  }
+
+  public ShareBook addPod(PodKey key, PodSharing spec) {
+    String pod = key.entityId();
+    if (members.containsKey(pod)) {
+      return this;
+    }
+    Map<String, Member> m = new TreeMap<>(members);
+    m.put(pod, new Member(key, spec, false));
+    List<String> pins = pendingPins;
+    if (isStaticShared(spec)) {
+      pins = append(pendingPins, pod);
+    }
+    return new ShareBook(
+        node, policy, qos, gpus, m, queue, holdings, pins, decisions, revision + 1);
+  }
+
+  public ShareBook removePod(String pod) {
+    if (!members.containsKey(pod)) {
+      return this;
+    }
+    Map<String, Member> m = new TreeMap<>(members);
+    m.remove(pod);
+    Map<String, Holding> h = new TreeMap<>(holdings);
+    h.remove(pod);
+    return new ShareBook(
+        node,
+        policy,
+        qos,
+        gpus,
+        m,
+        queue.remove(pod),
+        h,
+        without(pendingPins, pod),
+        decisions,
+        revision + 1);
+  }
+
+  /** Hibernation → Ready: the pod joins the tail. */
+  public ShareBook enqueue(String pod, Instant at) {
+    return new ShareBook(
+        node,
+        policy,
+        qos,
+        gpus,
+        members,
+        queue.enqueue(pod, at),
+        holdings,
+        pendingPins,
+        decisions,
+        revision + 1);
+  }
+
+  /** Ready → Hibernation: the pod withdraws its demand. */
+  public ShareBook withdraw(String pod) {
+    return new ShareBook(
+        node,
+        policy,
+        qos,
+        gpus,
+        members,
+        queue.remove(pod),
+        holdings,
+        pendingPins,
+        decisions,
+        revision + 1);
+  }
+
+  /** Ready → Running on {@code gpu}, holding the pod's limits. */
+  public ShareBook grant(String decisionId, String pod, int gpu, Instant at) {
+    Map<String, Holding> h = new TreeMap<>(holdings);
+    h.put(pod, new Holding(decisionId, gpu, limitsOf(pod), at, false));
+    return new ShareBook(
+        node,
+        policy,
+        qos,
+        gpus,
+        members,
+        queue.remove(pod),
+        h,
+        pendingPins,
+        decisions + 1,
+        revision + 1);
+  }
+
+  /** Running → Hibernation: the share is freed at once. */
+  public ShareBook release(String pod) {
+    Map<String, Holding> h = new TreeMap<>(holdings);
+    h.remove(pod);
+    return new ShareBook(
+        node, policy, qos, gpus, members, queue, h, pendingPins, decisions, revision + 1);
+  }
+
+  /** Running → Ready for each victim, at the tail, longest-running first. */
+  public ShareBook preempt(List<String> victims, Instant at) {
+    Map<String, Holding> h = new TreeMap<>(holdings);
+    ReadyQueue q = queue;
+    for (String victim : victims) {
+      h.remove(victim);
+      q = q.enqueue(victim, at);
+    }
+    return new ShareBook(
+        node, policy, qos, gpus, members, q, h, pendingPins, decisions + 1, revision + 1);
+  }
+
+  /** A static pod pinned to {@code gpu} by its requests, for its whole life. */
+  public ShareBook pin(String decisionId, String pod, int gpu, Instant at) {
+    Map<String, Holding> h = new TreeMap<>(holdings);
+    h.put(pod, new Holding(decisionId, gpu, members.get(pod).spec().requests(), at, true));
+    return new ShareBook(
+        node,
+        policy,
+        qos,
+        gpus,
+        members,
+        queue,
+        h,
+        without(pendingPins, pod),
+        decisions + 1,
+        revision + 1);
+  }
+
+  public ShareBook markFragmented(String pod) {
+    Member member = members.get(pod);
+    if (member == null) {
+      return this;
+    }
+    Map<String, Member> m = new TreeMap<>(members);
+    m.put(pod, new Member(member.key(), member.spec(), true));
+    return new ShareBook(
+        node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision + 1);
+  }
+
+  /**
+   * Carries out one decision as the arbiter does once the GPU accepted it (decision ids from {@link
+   * #nextDecisionId()}).
+   */
+  public ShareBook apply(Decision decision, Instant now) {
+    if (decision instanceof Grant g) {
+      return grant(nextDecisionId(), g.pod(), g.gpu(), now);
+    }
+    if (decision instanceof Preempt p) {
+      return preempt(p.victims(), now);
+    }
+    if (decision instanceof Pin p) {
+      return pin(nextDecisionId(), p.pod(), p.gpu(), now);
+    }
+    return markFragmented(((ReportFragmented) decision).pod());
+  }
+
+  /**
+   * Decides until nothing is left to decide: what the arbiter reaches after a change once every GPU
+   * accepted its reservation. For simulation and tests; the actor takes the same steps one
+   * persisted event at a time.
+   */
+  public ShareBook settle(Instant now) {
+    ShareBook book = this;
+    int guard = 4 * (members.size() + 2);
+    for (Optional<Decision> d = book.next(now); d.isPresent(); d = book.next(now)) {
+      if (guard-- == 0) {
+        throw new IllegalStateException("arbitration does not settle on node " + node);
+      }
+      book = book.apply(d.get(), now);
+    }
+    return book;
+  }
+
+  // ---- reading ----
+
+  /** The id the next decision will carry: unique per node, so re-delivery is recognised. */
+  public String nextDecisionId() {
+    return node + "#" + (decisions + 1);
+  }
+
+  public boolean isMember(String pod) {
+    return members.containsKey(pod);
+  }
+
+  /** Whether the pod takes part in share-pool arbitration (asks for shares, node in share-pool). */
+  public boolean isSharePoolPod(String pod) {
+    Member m = members.get(pod);
+    return m != null
+        && m.spec().kind() == PodSharing.Kind.SHARED
+        && m.spec().policy() == SharePolicy.SHARE_POOL
+        && policy == SharePolicy.SHARE_POOL;
+  }
+
+  public PodState state(String pod) {
+    Member m = members.get(pod);
+    if (m == null || m.spec().kind() != PodSharing.Kind.SHARED) {
+      return null;
+    }
+    if (holdings.containsKey(pod)) {
+      return PodState.RUNNING;
+    }
+    if (m.spec().policy() == SharePolicy.STATIC) {
+      return PodState.PENDING;
+    }
+    return queue.contains(pod) ? PodState.READY : PodState.HIBERNATION;
+  }
+
+  public Optional<PodStatus> status(String pod) {
+    Member m = members.get(pod);
+    if (m == null) {
+      return Optional.empty();
+    }
+    Holding h = holdings.get(pod);
+    Instant since =
+        h != null ? h.since() : queue.entry(pod).map(ReadyQueue.Entry::enteredAt).orElse(null);
+    return Optional.of(
+        new PodStatus(
+            m.key(),
+            node,
+            m.spec(),
+            state(pod),
+            h == null ? null : h.gpu(),
+            h == null ? null : slot(h.gpu()).map(GpuSlot::uuid).orElse(null),
+            since,
+            revision));
+  }
+
+  public Optional<GpuSlot> slot(int index) {
+    return gpus.stream().filter(g -> g.index() == index).findFirst();
+  }
+
+  /** Every GPU with the shares held on it. */
+  public List<GpuLoad> loads() {
+    Map<Integer, Map<String, Share>> held = new HashMap<>();
+    holdings.forEach(
+        (pod, h) -> held.computeIfAbsent(h.gpu(), i -> new LinkedHashMap<>()).put(pod, h.share()));
+    return gpus.stream()
+        .map(g -> new GpuLoad(g.index(), g.healthy(), held.getOrDefault(g.index(), Map.of())))
+        .toList();
+  }
+
+  /** Running share-pool pods and since when they have run continuously. */
+  public Map<String, Instant> runningSince() {
+    Map<String, Instant> since = new TreeMap<>();
+    holdings.forEach(
+        (pod, h) -> {
+          if (!h.pinned()) {
+            since.put(pod, h.since());
+          }
+        });
+    return since;
+  }
+
+  /** What to decide now, if anything (SPEC §5 and §6). */
+  public Optional<Decision> next(Instant now) {
+    if (policy == SharePolicy.SHARE_POOL) {
+      return nextSharePool(now);
+    }
+    if (policy == SharePolicy.STATIC) {
+      return nextStatic();
+    }
+    return Optional.empty();
+  }
+
+  private Optional<Decision> nextSharePool(Instant now) {
+    Optional<ReadyQueue.Entry> head = queue.head();
+    if (head.isEmpty()) {
+      return Optional.empty();
+    }
+    String pod = head.get().pod();
+    Share limits = limitsOf(pod);
+    List<GpuLoad> loads = loads();
+    OptionalInt gpu = Placement.bestFit(loads, limits);
+    if (gpu.isPresent()) {
+      return Optional.of(new Grant(pod, gpu.getAsInt()));
+    }
+    if (!qos.preemptEnabled()) {
+      return Optional.empty();
+    }
+    return Preemption.choose(loads, runningSince(), limits, now, qos.podMaxDuration())
+        .filter(plan -> !plan.victims().isEmpty())
+        .map(plan -> new Preempt(pod, plan.gpu(), plan.victims()));
+  }
+
+  private Optional<Decision> nextStatic() {
+    List<GpuLoad> loads = loads();
+    for (String pod : pendingPins) {
+      Share requests = members.get(pod).spec().requests();
+      OptionalInt gpu = Placement.bestFit(loads, requests);
+      if (gpu.isPresent()) {
+        return Optional.of(new Pin(pod, gpu.getAsInt()));
+      }
+    }
+    for (String pod : pendingPins) {
+      if (!members.get(pod).fragmentedReported()) {
+        return Optional.of(
+            new ReportFragmented(pod, fragmentationMessage(members.get(pod).spec().requests())));
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * When the arbiter must look again although nothing else changes: the earliest moment a Running
+   * pod becomes a preemption candidate while someone waits.
+   */
+  public Optional<Instant> nextTimer(Instant now) {
+    if (policy != SharePolicy.SHARE_POOL || !qos.preemptEnabled() || queue.isEmpty()) {
+      return Optional.empty();
+    }
+    return Preemption.nextCandidateAt(runningSince(), now, qos.podMaxDuration());
+  }
+
+  String fragmentationMessage(Share requests) {
+    List<GpuLoad> loads = loads();
+    Share freeTotal = Share.NONE;
+    GpuLoad roomiest = null;
+    for (GpuLoad g : loads) {
+      if (!g.healthy()) {
+        continue;
+      }
+      Share free = Share.WHOLE.minus(g.used());
+      freeTotal = freeTotal.plus(free);
+      if (roomiest == null || g.roomLeftAfter(Share.NONE) > roomiest.roomLeftAfter(Share.NONE)) {
+        roomiest = g;
+      }
+    }
+    String most =
+        roomiest == null
+            ? "the node has no healthy GPU"
+            : "the roomiest is GPU "
+                + roomiest.index()
+                + " with "
+                + Share.WHOLE.minus(roomiest.used())
+                + " free";
+    return "no single GPU has room for requests of "
+        + requests
+        + ": "
+        + most
+        + "; the node has "
+        + freeTotal
+        + " free in total but a pod's share must lie on one GPU. It will be pinned when"
+        + " capacity frees.";
+  }
+
+  /**
+   * What must always hold (ARCHITECTURE.md §6, invariants 1–3 as far as one book can tell): no GPU
+   * above 100 % of core or memory, one holding per pod and never for a queued pod, holdings only on
+   * known GPUs, the queue in order of entering Ready with no duplicates. Empty when all hold.
+   */
+  public List<String> violations() {
+    List<String> v = new ArrayList<>();
+    for (GpuLoad g : loads()) {
+      Share used = g.used();
+      if (used.core() > 100 || used.memory() > 100) {
+        v.add("GPU " + g.index() + " holds " + used + " (over 100%)");
+      }
+    }
+    holdings.forEach(
+        (pod, h) -> {
+          if (!members.containsKey(pod)) {
+            v.add(pod + " holds GPU " + h.gpu() + " but is not bound to the node");
+          }
+          if (slot(h.gpu()).isEmpty()) {
+            v.add(pod + " holds unknown GPU " + h.gpu());
+          }
+          if (queue.contains(pod)) {
+            v.add(pod + " is both Running and Ready");
+          }
+        });
+    List<ReadyQueue.Entry> entries = queue.entries();
+    for (int i = 1; i < entries.size(); i++) {
+      if (entries.get(i).enteredAt().isBefore(entries.get(i - 1).enteredAt())) {
+        v.add("queue out of FIFO order at position " + (i + 1));
+      }
+    }
+    if (entries.stream().map(ReadyQueue.Entry::pod).distinct().count() != entries.size()) {
+      v.add("a pod is queued twice");
+    }
+    for (ReadyQueue.Entry e : entries) {
+      if (!isSharePoolPod(e.pod()) && members.containsKey(e.pod())) {
+        v.add(e.pod() + " is queued but is not a share-pool pod");
+      }
+    }
+    return v;
+  }
+
+  // ---- helpers ----
+
+  private Share limitsOf(String pod) {
+    return members.get(pod).spec().limits();
+  }
+
+  private static boolean isStaticShared(PodSharing spec) {
+    return spec.kind() == PodSharing.Kind.SHARED && spec.policy() == SharePolicy.STATIC;
+  }
+
+  private static List<String> append(List<String> list, String item) {
+    if (list.contains(item)) {
+      return list;
+    }
+    List<String> next = new ArrayList<>(list);
+    next.add(item);
+    return next;
+  }
+
+  private static List<String> without(List<String> list, String item) {
+    return list.stream().filter(x -> !x.equals(item)).toList();
+  }
+}

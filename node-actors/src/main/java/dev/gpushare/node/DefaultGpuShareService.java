@@ -1,0 +1,894 @@
+package dev.gpushare.node;
+
+import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.KubernetesNames;
+import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.NodeStatusCalculator;
+import dev.gpushare.arbiter.Parsed;
+import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.PodStatus;
+import dev.gpushare.arbiter.Share;
+import dev.gpushare.arbiter.ShareBook;
+import dev.gpushare.arbiter.SharePolicy;
+import dev.gpushare.arbiter.ShareRequestRules;
+import dev.gpushare.arbiter.actor.NodeArbiter;
+import dev.gpushare.gpu.GpuActor;
+import dev.gpushare.gpu.GpuDevice;
+import dev.gpushare.gpu.SimulatedGpuBackend;
+import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.ServiceException.Kind;
+import dev.gpushare.node.api.Views.ClockView;
+import dev.gpushare.node.api.Views.EventView;
+import dev.gpushare.node.api.Views.GpuRef;
+import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodConditionView;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.PutNodeResult;
+import dev.gpushare.node.api.Views.QueueEntryView;
+import dev.gpushare.node.api.Views.ShareView;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Source;
+
+/**
+ * The arbiter's service over its sharded entities: orchestrates NodeActor (admission, config),
+ * NodeArbiter (decisions), GpuActors (ledgers) and PodActors (lifecycle) for each request, and
+ * composes the views. Every answer comes after the decisions it caused are persisted.
+ */
+final class DefaultGpuShareService implements GpuShareService, PodActor.Listener {
+
+  /** Where a pod lives: its node and full key. */
+  record Placed(String node, PodKey key) {}
+
+  private final ActorSystem<?> system;
+  private final Entities entities;
+  private final ActorRef<NodeDirectory.Command> directory;
+  private final RuntimeSettings settings;
+  private final ArbiterClock clock;
+  private final Duration timeout;
+  private final Map<String, Placed> pods = new ConcurrentHashMap<>();
+  private final Set<String> creating = ConcurrentHashMap.newKeySet();
+  private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
+  private volatile boolean ready;
+
+  DefaultGpuShareService(
+      ActorSystem<?> system,
+      Entities entities,
+      ActorRef<NodeDirectory.Command> directory,
+      RuntimeSettings settings,
+      ArbiterClock clock) {
+    this.system = system;
+    this.entities = entities;
+    this.directory = directory;
+    this.settings = settings;
+    this.clock = clock;
+    this.timeout = settings.askTimeout();
+  }
+
+  // ---- start-up ----
+
+  /** Registers configured nodes that are new, then brings every known node in line. */
+  CompletionStage<Done> start() {
+    return nodeNames()
+        .thenCompose(
+            known -> {
+              CompletionStage<Done> chain = CompletableFuture.completedFuture(Done.getInstance());
+              for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
+                if (!known.contains(sim.manifest().name())) {
+                  chain =
+                      chain.thenCompose(
+                          d ->
+                              register(sim.manifest(), sim.gpuModel(), sim.gpuMemoryMiB())
+                                  .thenApply(r -> Done.getInstance()));
+                }
+              }
+              return chain;
+            })
+        .thenCompose(d -> nodeNames())
+        .thenCompose(
+            names -> {
+              CompletionStage<Done> chain = CompletableFuture.completedFuture(Done.getInstance());
+              for (String node : names) {
+                chain = chain.thenCompose(d -> recover(node));
+              }
+              return chain;
+            })
+        .thenApply(
+            d -> {
+              ready = true;
+              return d;
+            });
+  }
+
+  /** After a restart: GPUs described again, the arbiter told the config and the bound pods. */
+  private CompletionStage<Done> recover(String node) {
+    return nodeRecord(node)
+        .thenCompose(
+            record -> {
+              record
+                  .bound()
+                  .values()
+                  .forEach(b -> pods.put(b.key().ref(), new Placed(node, b.key())));
+              List<NodeArbiter.BoundPod> bound =
+                  record.bound().values().stream()
+                      .map(b -> new NodeArbiter.BoundPod(b.key(), b.spec()))
+                      .toList();
+              return syncArbiter(node, record)
+                  .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.Reconcile(bound, r)))
+                  .thenApply(o -> Done.getInstance());
+            });
+  }
+
+  @Override
+  public boolean ready() {
+    return ready;
+  }
+
+  // ---- nodes ----
+
+  @Override
+  public CompletionStage<List<NodeView>> nodes() {
+    return nodeNames().thenCompose(names -> all(names.stream().map(this::nodeView).toList()));
+  }
+
+  @Override
+  public CompletionStage<NodeView> node(String name) {
+    return knownNode(name).thenCompose(d -> nodeView(name));
+  }
+
+  @Override
+  public CompletionStage<List<QueueEntryView>> queue(String node) {
+    return knownNode(node).thenCompose(d -> book(node)).thenApply(this::queueView);
+  }
+
+  @Override
+  public CompletionStage<PutNodeResult> putNode(NodeManifest manifest) {
+    List<FieldError> errors = NodeStatusCalculator.validateManifest(manifest);
+    if (!errors.isEmpty()) {
+      return CompletableFuture.failedFuture(ServiceException.invalid(errors));
+    }
+    String name = manifest.name();
+    Map<String, String> labels = manifest.labels() == null ? Map.of() : manifest.labels();
+    String model = labels.getOrDefault("nvidia.com/gpu.product", RuntimeSettings.DEFAULT_GPU_MODEL);
+    long memory = RuntimeSettings.DEFAULT_GPU_MEMORY_MIB;
+    String memoryLabel = labels.get("nvidia.com/gpu.memory");
+    if (memoryLabel != null) {
+      try {
+        memory = Long.parseLong(memoryLabel);
+      } catch (NumberFormatException e) {
+        return CompletableFuture.failedFuture(
+            ServiceException.invalid(
+                List.of(
+                    new FieldError(
+                        "metadata.labels[nvidia.com/gpu.memory]",
+                        memoryLabel,
+                        "metadata.labels[nvidia.com/gpu.memory] is \""
+                            + memoryLabel
+                            + "\"; want the GPU memory in MiB, a whole number"))));
+      }
+    }
+    long memoryMiB = memory;
+    return nodeRecord(name)
+        .thenCompose(
+            before -> {
+              int gpus = gpuCount(manifest);
+              return shrinkConflict(name, before, gpus)
+                  .thenCompose(d -> register(manifest, model, memoryMiB))
+                  .thenCompose(d -> nodeView(name))
+                  .thenApply(view -> new PutNodeResult(!before.registered(), view));
+            });
+  }
+
+  /** Removing GPUs that hold shares would strand pods: refuse. */
+  private CompletionStage<Done> shrinkConflict(String name, NodeActor.Record before, int gpus) {
+    if (!before.registered() || gpus >= before.gpus().size()) {
+      return done();
+    }
+    return book(name)
+        .thenApply(
+            view -> {
+              for (var e : view.book().holdings().entrySet()) {
+                if (e.getValue().gpu() >= gpus) {
+                  throw new ServiceException(
+                      Kind.CONFLICT,
+                      "status.capacity[nvidia.com/gpu] is \""
+                          + gpus
+                          + "\" but GPU "
+                          + e.getValue().gpu()
+                          + " of node "
+                          + name
+                          + " is held by "
+                          + view.book().members().get(e.getKey()).key().ref()
+                          + "; free it first or keep at least "
+                          + (e.getValue().gpu() + 1)
+                          + " GPUs",
+                      List.of(
+                          new FieldError(
+                              "status.capacity[nvidia.com/gpu]",
+                              Integer.toString(gpus),
+                              "GPU " + e.getValue().gpu() + " is in use")));
+                }
+              }
+              return Done.getInstance();
+            });
+  }
+
+  private CompletionStage<NodeActor.Record> register(
+      NodeManifest manifest, String model, long memoryMiB) {
+    String name = manifest.name();
+    List<GpuDevice> devices =
+        new SimulatedGpuBackend(name, gpuCount(manifest), model, memoryMiB).devices();
+    return this.<Done>ask(directory, r -> new NodeDirectory.Add(name, r))
+        .thenCompose(
+            d ->
+                entities
+                    .node(name)
+                    .<NodeActor.Record>ask(
+                        r -> new NodeActor.Register(manifest, devices, r), timeout))
+        .thenCompose(record -> syncArbiter(name, record).thenApply(d -> record));
+  }
+
+  /** GPUs described to their actors, the arbiter told the GPUs and the config in force. */
+  private CompletionStage<Done> syncArbiter(String node, NodeActor.Record record) {
+    if (!record.registered()) {
+      return done();
+    }
+    List<CompletionStage<Done>> describes = new ArrayList<>();
+    List<ShareBook.GpuSlot> slots = new ArrayList<>();
+    for (GpuDevice d : record.gpus()) {
+      describes.add(entities.gpu(node, d.uuid()).ask(r -> new GpuActor.Describe(d, r), timeout));
+      slots.add(new ShareBook.GpuSlot(d.index(), d.uuid(), true));
+    }
+    return all(describes)
+        .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.SetGpus(slots, r)))
+        .thenCompose(
+            o ->
+                arbiterAsk(
+                    node,
+                    r ->
+                        new NodeArbiter.ApplyPolicy(
+                            record.config().active(), record.config().activeQos(), r)))
+        .thenApply(o -> Done.getInstance());
+  }
+
+  @Override
+  public CompletionStage<NodeView> patchNode(
+      String name, Map<String, String> labels, Map<String, String> annotations) {
+    return knownNode(name)
+        .thenCompose(
+            d ->
+                entities
+                    .node(name)
+                    .<NodeActor.Record>ask(
+                        r -> new NodeActor.Patch(labels, annotations, r), timeout))
+        .thenCompose(record -> syncArbiter(name, record))
+        .thenCompose(d -> nodeView(name));
+  }
+
+  // ---- pods ----
+
+  @Override
+  public CompletionStage<PodView> createPod(PodManifest given) {
+    PodManifest m =
+        new PodManifest(
+            given.namespace() == null || given.namespace().isEmpty()
+                ? "default"
+                : given.namespace(),
+            given.name(),
+            given.uid(),
+            given.nodeName(),
+            given.labels() == null ? Map.of() : given.labels(),
+            given.annotations() == null ? Map.of() : given.annotations(),
+            given.containers() == null ? List.of() : given.containers());
+    Parsed<PodSharing> parsed = ShareRequestRules.validate(m);
+    if (!parsed.ok()) {
+      return CompletableFuture.failedFuture(ServiceException.invalid(parsed.errors()));
+    }
+    String ref = m.namespace() + "/" + m.name();
+    if (pods.containsKey(ref) || !creating.add(ref)) {
+      return CompletableFuture.failedFuture(
+          ServiceException.of(
+              Kind.CONFLICT,
+              new FieldError(
+                  "metadata.name",
+                  m.name(),
+                  "pod " + ref + " already exists; delete it first or choose another name")));
+    }
+    PodKey key =
+        new PodKey(
+            m.namespace(), m.name(), m.uid() == null ? UUID.randomUUID().toString() : m.uid());
+    PodSharing spec = parsed.value();
+    return chooseNode(m.nodeName(), spec)
+        .thenCompose(node -> bind(node, key, spec))
+        .thenCompose(
+            node -> {
+              pods.put(ref, new Placed(node, key));
+              return arbiterAsk(node, r -> new NodeArbiter.AddPod(key, spec, r))
+                  .thenCompose(o -> podView(new Placed(node, key)));
+            })
+        .whenComplete((v, e) -> creating.remove(ref));
+  }
+
+  private CompletionStage<String> chooseNode(String nodeName, PodSharing spec) {
+    if (nodeName != null && !nodeName.isEmpty()) {
+      return nodeNames()
+          .thenApply(
+              names -> {
+                if (!names.contains(nodeName)) {
+                  throw ServiceException.of(
+                      Kind.NOT_FOUND,
+                      new FieldError(
+                          "spec.nodeName",
+                          nodeName,
+                          "spec.nodeName is \""
+                              + nodeName
+                              + "\"; no such node (known: "
+                              + String.join(", ", names)
+                              + ")"));
+                }
+                return nodeName;
+              });
+    }
+    // The embedded scheduler: among nodes whose policy in force takes the pod and whose
+    // allocatable has room for its requests, the fullest one (best fit), ties by name.
+    return nodeNames()
+        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+        .thenApply(
+            records -> {
+              List<String> reasons = new ArrayList<>();
+              NodeActor.Record best = null;
+              int bestRoom = Integer.MAX_VALUE;
+              for (NodeActor.Record r : records) {
+                String why = unfit(r, spec);
+                if (why != null) {
+                  reasons.add(r.manifest().name() + ": " + why);
+                  continue;
+                }
+                Share free =
+                    new Share(100 * r.gpus().size(), 100 * r.gpus().size()).minus(r.requested());
+                int room = free.core() + free.memory();
+                if (room < bestRoom) {
+                  best = r;
+                  bestRoom = room;
+                }
+              }
+              if (best == null) {
+                throw ServiceException.of(
+                    Kind.CONFLICT,
+                    new FieldError(
+                        "spec.nodeName",
+                        null,
+                        "no node can take the pod: "
+                            + (reasons.isEmpty() ? "no nodes" : String.join("; ", reasons))));
+              }
+              return best.manifest().name();
+            });
+  }
+
+  private static String unfit(NodeActor.Record r, PodSharing spec) {
+    if (!r.registered()) {
+      return "not registered";
+    }
+    SharePolicy active = r.config().active();
+    return switch (spec.kind()) {
+      case SHARED -> {
+        if (spec.policy() != active) {
+          yield "policy " + active + " is not the pod's " + spec.policy();
+        }
+        Share after = r.requested().plus(spec.requests());
+        int alloc = 100 * r.gpus().size();
+        yield after.core() > alloc || after.memory() > alloc ? "requests do not fit" : null;
+      }
+      case EXCLUSIVE ->
+          active.sharing()
+              ? "shares its GPUs"
+              : r.gpus().size() - r.exclusiveGpus() < spec.exclusiveGpus()
+                  ? "not enough whole GPUs"
+                  : null;
+      case PLAIN -> null;
+    };
+  }
+
+  private CompletionStage<String> bind(String node, PodKey key, PodSharing spec) {
+    return entities
+        .node(node)
+        .<NodeActor.BindReply>ask(r -> new NodeActor.Bind(key, spec, r), timeout)
+        .thenCompose(
+            reply -> {
+              if (reply.error() != null) {
+                Kind kind = "INVALID".equals(reply.error()) ? Kind.INVALID : Kind.CONFLICT;
+                throw ServiceException.of(kind, reply.reason());
+              }
+              return syncArbiter(node, reply.record()).thenApply(d -> node);
+            });
+  }
+
+  @Override
+  public CompletionStage<PodView> deletePod(String namespace, String name) {
+    return placed(namespace, name)
+        .thenCompose(
+            p ->
+                podView(p)
+                    .thenCompose(
+                        last ->
+                            entities
+                                .node(p.node())
+                                .<NodeActor.Record>ask(
+                                    r -> new NodeActor.Unbind(p.key(), r), timeout)
+                                .thenCompose(
+                                    record ->
+                                        arbiterAsk(
+                                                p.node(),
+                                                r ->
+                                                    new NodeArbiter.RemovePod(
+                                                        p.key().entityId(), r))
+                                            .thenCompose(o -> syncArbiter(p.node(), record)))
+                                .thenApply(
+                                    d -> {
+                                      pods.remove(p.key().ref(), p);
+                                      return last;
+                                    })));
+  }
+
+  @Override
+  public CompletionStage<List<PodView>> pods(Optional<String> node) {
+    List<Placed> selected =
+        pods.values().stream()
+            .filter(p -> node.isEmpty() || p.node().equals(node.get()))
+            .sorted(Comparator.comparing((Placed p) -> p.key().ref()))
+            .toList();
+    CompletionStage<Done> check =
+        node.isPresent()
+            ? knownNode(node.get())
+            : CompletableFuture.completedFuture(Done.getInstance());
+    return check.thenCompose(d -> all(selected.stream().map(this::podView).toList()));
+  }
+
+  @Override
+  public CompletionStage<PodView> pod(String namespace, String name) {
+    return placed(namespace, name).thenCompose(this::podView);
+  }
+
+  @Override
+  public CompletionStage<PodView> demand(String namespace, String name) {
+    return placed(namespace, name)
+        .thenCompose(
+            p ->
+                arbiterAsk(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
+                    .thenCompose(o -> podView(p)));
+  }
+
+  @Override
+  public CompletionStage<PodView> release(String namespace, String name) {
+    return placed(namespace, name)
+        .thenCompose(
+            p ->
+                arbiterAsk(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
+                    .thenCompose(o -> podView(p)));
+  }
+
+  @Override
+  public CompletionStage<PodView> awaitGrant(String namespace, String name, Duration wait) {
+    return placed(namespace, name)
+        .thenCompose(
+            p -> {
+              CompletableFuture<PodView> result = new CompletableFuture<>();
+              Consumer<PodActor.Record> listener =
+                  record -> {
+                    if (record.deleted()
+                        || (record.status() != null
+                            && record.status().state() == PodState.RUNNING)) {
+                      podView(p)
+                          .whenComplete(
+                              (v, e) -> {
+                                if (e != null) {
+                                  result.completeExceptionally(e);
+                                } else {
+                                  result.complete(v);
+                                }
+                              });
+                    }
+                  };
+              String ref = p.key().ref();
+              listen(ref, listener);
+              result.whenComplete((v, e) -> unlisten(ref, listener));
+              podView(p)
+                  .whenComplete(
+                      (v, e) -> {
+                        if (e != null) {
+                          result.completeExceptionally(e);
+                        } else if ("Running".equals(v.state())) {
+                          result.complete(v);
+                        }
+                      });
+              system
+                  .scheduler()
+                  .scheduleOnce(
+                      wait,
+                      () ->
+                          podView(p)
+                              .whenComplete(
+                                  (v, e) -> {
+                                    if (e != null) {
+                                      result.completeExceptionally(e);
+                                    } else {
+                                      result.complete(v);
+                                    }
+                                  }),
+                      system.executionContext());
+              return result;
+            });
+  }
+
+  @Override
+  public Source<PodView, NotUsed> watch(String namespace, String name) {
+    Placed p = pods.get(namespace + "/" + name);
+    if (p == null) {
+      return Source.failed(podNotFound(namespace, name));
+    }
+    return Source.<PodView>queue(64, OverflowStrategy.dropHead())
+        .mapMaterializedValue(
+            queue -> {
+              String ref = p.key().ref();
+              CompletableFuture<Done>[] chain =
+                  new CompletableFuture[] {CompletableFuture.completedFuture(Done.getInstance())};
+              Consumer<PodActor.Record> listener =
+                  record -> {
+                    synchronized (chain) {
+                      chain[0] =
+                          chain[0]
+                              .thenCompose(d -> podView(p).toCompletableFuture())
+                              .handle(
+                                  (v, e) -> {
+                                    if (v != null) {
+                                      queue.offer(v);
+                                    }
+                                    if (record.deleted()) {
+                                      queue.complete();
+                                    }
+                                    return Done.getInstance();
+                                  });
+                    }
+                  };
+              listen(ref, listener);
+              queue.watchCompletion().whenComplete((d, e) -> unlisten(ref, listener));
+              podView(p)
+                  .whenComplete(
+                      (v, e) -> {
+                        if (v != null) {
+                          queue.offer(v);
+                        } else {
+                          queue.fail(e);
+                        }
+                      });
+              return NotUsed.getInstance();
+            });
+  }
+
+  @Override
+  public void changed(PodKey key, PodActor.Record record) {
+    List<Consumer<PodActor.Record>> list = listeners.get(key.ref());
+    if (list != null) {
+      list.forEach(l -> l.accept(record));
+    }
+  }
+
+  private void listen(String ref, Consumer<PodActor.Record> listener) {
+    listeners.computeIfAbsent(ref, r -> new CopyOnWriteArrayList<>()).add(listener);
+  }
+
+  private void unlisten(String ref, Consumer<PodActor.Record> listener) {
+    List<Consumer<PodActor.Record>> list = listeners.get(ref);
+    if (list != null) {
+      list.remove(listener);
+    }
+  }
+
+  // ---- clock ----
+
+  @Override
+  public ClockView clock() {
+    return new ClockView(clock.now(), clock.manual());
+  }
+
+  @Override
+  public CompletionStage<ClockView> advance(Duration by) {
+    if (!(clock instanceof ManualClock manual)) {
+      return CompletableFuture.failedFuture(
+          new ServiceException(
+              Kind.CONFLICT,
+              "the clock is the system clock; start the server with --clock manual to move time"
+                  + " by hand"));
+    }
+    if (by.isNegative()) {
+      return CompletableFuture.failedFuture(
+          ServiceException.of(
+              Kind.INVALID,
+              new FieldError("seconds", Long.toString(by.toSeconds()), "seconds must be ≥ 0")));
+    }
+    Instant target = manual.now().plus(by);
+    return fireTimersUntil(manual, target)
+        .thenCompose(
+            d -> {
+              manual.advanceTo(target);
+              return tickAll();
+            })
+        .thenApply(d -> clock());
+  }
+
+  /** Timers due before {@code target} fire in order: time stops at each, every arbiter looks. */
+  private CompletionStage<Done> fireTimersUntil(ManualClock manual, Instant target) {
+    return nodeNames()
+        .thenCompose(names -> all(names.stream().map(this::book).toList()))
+        .thenCompose(
+            books -> {
+              Optional<Instant> next =
+                  books.stream()
+                      .map(NodeArbiter.BookView::nextTimer)
+                      .filter(t -> t != null && !t.isAfter(target))
+                      .min(Comparator.naturalOrder());
+              if (next.isEmpty()) {
+                return done();
+              }
+              manual.advanceTo(next.get());
+              return tickAll().thenCompose(d -> fireTimersUntil(manual, target));
+            });
+  }
+
+  private CompletionStage<Done> tickAll() {
+    return nodeNames()
+        .thenCompose(
+            names -> all(names.stream().map(n -> arbiterAsk(n, NodeArbiter.Tick::new)).toList()))
+        .thenApply(x -> Done.getInstance());
+  }
+
+  // ---- views ----
+
+  private CompletionStage<NodeView> nodeView(String name) {
+    CompletionStage<NodeActor.Record> record = nodeRecord(name);
+    CompletionStage<NodeArbiter.BookView> book = book(name);
+    return record
+        .thenCombine(book, (r, b) -> Map.entry(r, b))
+        .thenCompose(
+            rb -> {
+              NodeActor.Record r = rb.getKey();
+              NodeArbiter.BookView b = rb.getValue();
+              List<CompletionStage<GpuActor.State>> states =
+                  r.gpus().stream()
+                      .map(
+                          d ->
+                              entities
+                                  .gpu(name, d.uuid())
+                                  .<GpuActor.State>ask(GpuActor.GetState::new, timeout))
+                      .toList();
+              return all(states)
+                  .thenApply(
+                      gs -> {
+                        List<GpuView> gpus = new ArrayList<>();
+                        for (int i = 0; i < r.gpus().size(); i++) {
+                          GpuDevice d = r.gpus().get(i);
+                          GpuActor.State s = gs.get(i);
+                          Share used = s.used();
+                          List<String> holders =
+                              s.reservations().values().stream()
+                                  .map(e -> refOf(b.book(), e.pod()))
+                                  .sorted()
+                                  .toList();
+                          gpus.add(
+                              new GpuView(
+                                  d.index(),
+                                  d.uuid(),
+                                  d.model(),
+                                  d.memoryMiB(),
+                                  s.healthy() ? "Healthy" : "Unhealthy",
+                                  new ShareView(used.core(), used.memory()),
+                                  holders));
+                        }
+                        return new NodeView(
+                            name,
+                            r.manifest().labels(),
+                            r.manifest().annotations(),
+                            r.config().active().label(),
+                            r.config().activeQos(),
+                            r.status(settings.reservedPerGpu(), b.now()),
+                            gpus,
+                            queueView(b),
+                            r.events().stream().map(DefaultGpuShareService::eventView).toList());
+                      });
+            });
+  }
+
+  private static String refOf(ShareBook book, String entityId) {
+    ShareBook.Member m = book.members().get(entityId);
+    if (m != null) {
+      return m.key().ref();
+    }
+    String[] parts = entityId.split("/", 3);
+    return parts.length >= 2 ? parts[0] + "/" + parts[1] : entityId;
+  }
+
+  private List<QueueEntryView> queueView(NodeArbiter.BookView b) {
+    List<QueueEntryView> items = new ArrayList<>();
+    int position = 1;
+    for (var e : b.book().queue().entries()) {
+      ShareBook.Member m = b.book().members().get(e.pod());
+      Share limits = m.spec().limits();
+      items.add(
+          new QueueEntryView(
+              m.key().ref(),
+              position++,
+              Math.max(0, Duration.between(e.enteredAt(), b.now()).toSeconds()),
+              new ShareView(limits.core(), limits.memory())));
+    }
+    return items;
+  }
+
+  private CompletionStage<PodView> podView(Placed p) {
+    CompletionStage<PodActor.Record> record =
+        entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
+    return record.thenCombine(book(p.node()), (r, b) -> podView(p, r, b));
+  }
+
+  private static PodView podView(Placed p, PodActor.Record r, NodeArbiter.BookView b) {
+    String id = p.key().entityId();
+    PodStatus status = r.status() != null ? r.status() : b.book().status(id).orElse(null);
+    PodSharing spec = status == null ? null : status.spec();
+    boolean shared = spec != null && spec.kind() == PodSharing.Kind.SHARED;
+    PodState state = status == null ? null : status.state();
+    Instant now = b.now();
+    Integer position = b.book().queue().position(id).orElse(null);
+    Long waiting =
+        state == PodState.READY && status.since() != null
+            ? Math.max(0, Duration.between(status.since(), now).toSeconds())
+            : null;
+    Long running =
+        state == PodState.RUNNING && status.since() != null
+            ? Math.max(0, Duration.between(status.since(), now).toSeconds())
+            : null;
+    return new PodView(
+        p.key().namespace(),
+        p.key().name(),
+        p.key().uid(),
+        p.node(),
+        shared ? spec.policy().label() : null,
+        state == null ? null : state.display(),
+        shared ? share(spec.requests()) : null,
+        shared ? share(spec.limits()) : null,
+        status != null && status.gpu() != null ? new GpuRef(status.gpu(), status.gpuUuid()) : null,
+        position,
+        waiting,
+        running,
+        r.conditions().stream()
+            .map(c -> new PodConditionView(c.type(), c.status(), c.reason(), c.message(), c.time()))
+            .toList(),
+        r.events().stream().map(DefaultGpuShareService::eventView).toList());
+  }
+
+  private static ShareView share(Share s) {
+    return new ShareView(s.core(), s.memory());
+  }
+
+  private static EventView eventView(PodNotes.EventNote e) {
+    return new EventView(e.type(), e.reason(), e.message(), e.time(), PodNotes.SOURCE);
+  }
+
+  // ---- plumbing ----
+
+  private CompletionStage<Placed> placed(String namespace, String name) {
+    Placed p = pods.get(namespace + "/" + name);
+    return p == null
+        ? CompletableFuture.failedFuture(podNotFound(namespace, name))
+        : CompletableFuture.completedFuture(p);
+  }
+
+  private static ServiceException podNotFound(String namespace, String name) {
+    return new ServiceException(
+        Kind.NOT_FOUND,
+        "pod " + namespace + "/" + name + " not found",
+        List.of(
+            new FieldError("metadata.name", name, "pod " + namespace + "/" + name + " not found")));
+  }
+
+  private CompletionStage<Done> knownNode(String name) {
+    return nodeNames()
+        .thenApply(
+            names -> {
+              if (!names.contains(name)) {
+                throw new ServiceException(
+                    Kind.NOT_FOUND,
+                    "node "
+                        + name
+                        + " not found"
+                        + (KubernetesNames.isDns1123Subdomain(name)
+                            ? ""
+                            : " (not a valid node name)"),
+                    List.of(new FieldError("node", name, "node " + name + " not found")));
+              }
+              return Done.getInstance();
+            });
+  }
+
+  private CompletionStage<List<String>> nodeNames() {
+    return this.<NodeDirectory.Nodes>ask(directory, NodeDirectory.GetNodes::new)
+        .thenApply(NodeDirectory.Nodes::names);
+  }
+
+  private CompletionStage<NodeActor.Record> nodeRecord(String name) {
+    return entities.node(name).ask(NodeActor.GetRecord::new, timeout);
+  }
+
+  private CompletionStage<NodeArbiter.BookView> book(String node) {
+    return entities.arbiter(node).ask(NodeArbiter.GetBook::new, timeout);
+  }
+
+  private CompletionStage<NodeArbiter.Outcome> arbiterAsk(
+      String node,
+      org.apache.pekko.japi.function.Function<ActorRef<NodeArbiter.Outcome>, NodeArbiter.Command>
+          command) {
+    return entities
+        .arbiter(node)
+        .ask(command, timeout)
+        .thenApply(
+            outcome -> {
+              if (outcome.ok()) {
+                return outcome;
+              }
+              Kind kind = "NOT_FOUND".equals(outcome.error()) ? Kind.NOT_FOUND : Kind.CONFLICT;
+              String field = "metadata.labels[" + SharePolicy.LABEL + "]";
+              String value =
+                  outcome.status() == null || outcome.status().spec().policy() == null
+                      ? null
+                      : outcome.status().spec().policy().label();
+              throw new ServiceException(
+                  kind, outcome.detail(), List.of(new FieldError(field, value, outcome.detail())));
+            });
+  }
+
+  private <T> CompletionStage<T> ask(
+      ActorRef<? super NodeDirectory.Command> ref,
+      Function<ActorRef<T>, NodeDirectory.Command> command) {
+    return org.apache.pekko.actor.typed.javadsl.AskPattern.ask(
+        directory, command::apply, timeout, system.scheduler());
+  }
+
+  private static int gpuCount(NodeManifest manifest) {
+    return Integer.parseInt(manifest.capacity().get("nvidia.com/gpu").trim());
+  }
+
+  private static CompletionStage<Done> done() {
+    return CompletableFuture.completedFuture(Done.getInstance());
+  }
+
+  private static <T> CompletionStage<List<T>> all(List<? extends CompletionStage<T>> stages) {
+    List<CompletableFuture<T>> futures =
+        stages.stream().map(CompletionStage::toCompletableFuture).toList();
+    return CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
+        .thenApply(v -> futures.stream().map(CompletableFuture::join).toList());
+  }
+}

@@ -1,0 +1,136 @@
+package dev.gpushare.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.Views.PodView;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The service over real sharded, persistent actors (in-memory journal). */
+class GpuShareServiceTest {
+  @TempDir static Path snapshots;
+  static ActorTestKit kit;
+  static GpuShareService service;
+  static ManualClock clock = new ManualClock(Instant.parse("2026-01-01T00:00:00Z"));
+
+  @BeforeAll
+  static void start() throws Exception {
+    kit = ActorTestKit.create("service-test", TestSystems.config(snapshots));
+    service =
+        await(
+            GpuShareRuntime.start(
+                kit.system(),
+                new RuntimeSettings(List.of(), ReservedPerGpu.DEFAULT, Duration.ofSeconds(10)),
+                clock));
+  }
+
+  @AfterAll
+  static void stop() {
+    kit.shutdownTestKit();
+  }
+
+  static <T> T await(CompletionStage<T> stage) throws Exception {
+    return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
+
+  static NodeManifest node(String name, int gpus, String qos) {
+    Map<String, String> annotations =
+        qos == null ? Map.of() : Map.of("alibabacloud.com/gpu-share-qos-config", qos);
+    return new NodeManifest(
+        name,
+        Map.of("alibabacloud.com/gpu-share-policy", "share-pool"),
+        annotations,
+        Map.of("cpu", "32", "memory", "256Gi", "nvidia.com/gpu", Integer.toString(gpus)),
+        Map.of());
+  }
+
+  static PodManifest pod(String node, String name, int request, int limit) {
+    return new PodManifest(
+        "default",
+        name,
+        null,
+        node,
+        Map.of(
+            "alibabacloud.com/compute-class", "gpu-hpn",
+            "alibabacloud.com/gpu-share-policy", "share-pool"),
+        Map.of(),
+        List.of(
+            new PodManifest.ContainerResources(
+                "main",
+                Map.of(
+                    "alibabacloud.com/gpu-core.percentage", Integer.toString(request),
+                    "alibabacloud.com/gpu-memory.percentage", Integer.toString(request)),
+                Map.of(
+                    "alibabacloud.com/gpu-core.percentage", Integer.toString(limit),
+                    "alibabacloud.com/gpu-memory.percentage", Integer.toString(limit)))));
+  }
+
+  @Test
+  void reference_example() throws Exception {
+    await(service.putNode(node("ref", 2, null)));
+    await(service.createPod(pod("ref", "a", 50, 50)));
+    await(service.createPod(pod("ref", "b", 50, 50)));
+    await(service.createPod(pod("ref", "c", 50, 100)));
+    PodView d = await(service.createPod(pod("ref", "d", 50, 100)));
+    assertEquals("Hibernation", d.state());
+    assertEquals(0, await(service.demand("default", "a")).gpu().index());
+    assertEquals(1, await(service.demand("default", "c")).gpu().index());
+    assertEquals(1, await(service.demand("default", "d")).queuePosition());
+    PodView b = await(service.demand("default", "b"));
+    assertEquals("Ready", b.state());
+    assertEquals(2, b.queuePosition());
+    PodView c = await(service.release("default", "c"));
+    assertEquals("Hibernation", c.state());
+    assertEquals(1, await(service.pod("default", "d")).gpu().index());
+    PodView b2 = await(service.pod("default", "b"));
+    assertEquals("Running", b2.state());
+    assertEquals(0, b2.gpu().index());
+    assertNull(b2.queuePosition());
+    var view = await(service.node("ref"));
+    assertEquals(100, view.gpus().get(0).inUse().core());
+    assertEquals(List.of("default/a", "default/b"), view.gpus().get(0).pods());
+    assertEquals(
+        1,
+        await(service.pods(Optional.of("ref"))).stream().filter(p -> p.name().equals("c")).count());
+  }
+
+  @Test
+  void preemption_with_manual_clock() throws Exception {
+    await(
+        service.putNode(node("pre", 1, "{\"preemptEnabled\":true,\"podMaxDurationMinutes\":60}")));
+    await(service.createPod(pod("pre", "old", 10, 100)));
+    await(service.createPod(pod("pre", "new", 10, 100)));
+    assertEquals("Running", await(service.demand("default", "old")).state());
+    assertEquals("Ready", await(service.demand("default", "new")).state());
+    await(service.advance(Duration.ofMinutes(60)));
+    assertEquals("Running", await(service.pod("default", "old")).state());
+    await(service.advance(Duration.ofSeconds(1)));
+    PodView old = await(service.pod("default", "old"));
+    PodView fresh = await(service.pod("default", "new"));
+    assertEquals("Ready", old.state());
+    assertEquals("Running", fresh.state());
+    assertEquals("GPU is preempted by new.", old.events().get(0).message());
+    assertEquals("GPUSharePreempted", old.events().get(0).reason());
+    assertEquals("GPU is preempted from old.", fresh.events().get(0).message());
+    assertTrue(
+        old.conditions().stream().anyMatch(c -> c.type().equals("Interruption.GPUShareReclaim")));
+  }
+}
