@@ -1,0 +1,466 @@
+package dev.gpushare.http;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import com.typesafe.config.ConfigObject;
+import com.typesafe.config.ConfigOrigin;
+import com.typesafe.config.ConfigParseOptions;
+import com.typesafe.config.ConfigRenderOptions;
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueType;
+import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.node.RuntimeSettings;
+import dev.gpushare.node.RuntimeSettings.SimulatedNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+
+/**
+ * The embedded mode's configuration: the {@code gpushare} section of the built-in resource {@value
+ * #RESOURCE} with the user's {@code --config} file layered over it (the file's keys win; its {@code
+ * gpushare.nodes} list replaces the built-in list). The format is documented at the top of the
+ * resource. Every key is checked; {@link #from(Config)} reports all errors at once, each naming the
+ * key, where it was set, the value given and what is accepted.
+ *
+ * @param settings the simulated nodes, the reserved CPU and memory per GPU, the ask timeout
+ * @param clock {@code gpushare.clock}; the {@code --clock} flag wins over it
+ * @param manualClockStart where a manual clock starts on a fresh data directory
+ */
+public record EmbeddedConfig(RuntimeSettings settings, ClockMode clock, Instant manualClockStart) {
+
+  public static final String RESOURCE = "gpushare-embedded.conf";
+
+  static final Duration MAX_ASK_TIMEOUT = Duration.ofMinutes(10);
+  static final int MAX_GPUS = 128;
+
+  private static final Set<String> KEYS =
+      Set.of("clock", "manual-clock-start", "ask-timeout", "reserved-per-gpu", "nodes");
+  private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
+  private static final Set<String> NODE_KEYS =
+      Set.of(
+          "name",
+          "labels",
+          "annotations",
+          "capacity",
+          "allocatable",
+          "gpu-model",
+          "gpu-memory-mib");
+  private static final Pattern QUANTITY =
+      Pattern.compile(
+          "\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?");
+  private static final Pattern DNS_SUBDOMAIN =
+      Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  private static final String QUANTITY_RULE =
+      "expected a Kubernetes quantity such as 176, \"500m\" or \"1800Gi\"";
+
+  /** The built-in configuration alone (unresolved). */
+  public static Config builtIn() {
+    return ConfigFactory.parseResources(
+        EmbeddedConfig.class.getClassLoader(),
+        RESOURCE,
+        ConfigParseOptions.defaults().setAllowMissing(false));
+  }
+
+  /**
+   * The user's file (if any) over the built-in configuration, unresolved; a {@link LaunchException}
+   * names the file when it cannot be read or is not HOCON.
+   */
+  public static Config load(Optional<Path> file) {
+    if (file.isEmpty()) {
+      return builtIn();
+    }
+    Path path = file.get();
+    if (!Files.exists(path)) {
+      throw new LaunchException("--config " + path + ": no such file; expected a HOCON file");
+    }
+    if (!Files.isRegularFile(path)) {
+      throw new LaunchException("--config " + path + ": not a regular file; expected a HOCON file");
+    }
+    if (!Files.isReadable(path)) {
+      throw new LaunchException("--config " + path + ": cannot be read (permission denied)");
+    }
+    try {
+      return ConfigFactory.parseFile(
+              path.toFile(), ConfigParseOptions.defaults().setAllowMissing(false))
+          .withFallback(builtIn());
+    } catch (ConfigException e) {
+      throw new LaunchException(
+          "--config " + path + ": not valid HOCON: " + e.getMessage() + "; see --help");
+    }
+  }
+
+  /** Resolves substitutions against {@code fallback}; a {@link LaunchException} if one fails. */
+  public static Config resolve(Config config, Config fallback) {
+    try {
+      return config.withFallback(fallback).resolve();
+    } catch (ConfigException e) {
+      throw new LaunchException("configuration: " + e.getMessage());
+    }
+  }
+
+  /** Reads and checks the {@code gpushare} section of a resolved configuration. */
+  public static EmbeddedConfig from(Config config) {
+    Errors errors = new Errors();
+    ConfigValue root = config.root().get("gpushare");
+    if (root == null || root.valueType() != ConfigValueType.OBJECT) {
+      errors.add(
+          "gpushare", root, "expected an object with keys " + String.join(", ", sorted(KEYS)));
+      errors.throwIfAny();
+    }
+    ConfigObject section = (ConfigObject) root;
+    errors.unknownKeys(section, "gpushare", KEYS);
+
+    ClockMode clock =
+        errors.scalar(section, "clock", "gpushare", ClockMode.accepted(), ClockMode::parse);
+    Instant start =
+        errors.scalar(
+            section,
+            "manual-clock-start",
+            "gpushare",
+            "an ISO-8601 instant such as \"2026-01-01T00:00:00Z\"",
+            EmbeddedConfig::instant);
+    Duration askTimeout = askTimeout(config, section, errors);
+    ReservedPerGpu reserved = reserved(section, errors);
+    List<SimulatedNode> nodes = nodes(section, errors);
+    errors.throwIfAny();
+    return new EmbeddedConfig(new RuntimeSettings(nodes, reserved, askTimeout), clock, start);
+  }
+
+  private static Duration askTimeout(Config config, ConfigObject section, Errors errors) {
+    String rule = "expected a duration above 0 and at most 10 minutes, such as 10s or 500ms";
+    ConfigValue value = section.get("ask-timeout");
+    if (value == null) {
+      errors.add("gpushare.ask-timeout", null, rule);
+      return null;
+    }
+    try {
+      Duration d = config.getDuration("gpushare.ask-timeout");
+      if (!d.isNegative() && !d.isZero() && d.compareTo(MAX_ASK_TIMEOUT) <= 0) {
+        return d;
+      }
+    } catch (ConfigException e) {
+      // reported below, with the accepted form
+    }
+    errors.add("gpushare.ask-timeout", value, rule);
+    return null;
+  }
+
+  private static ReservedPerGpu reserved(ConfigObject section, Errors errors) {
+    ConfigObject reserved = errors.object(section, "reserved-per-gpu", "gpushare", true);
+    if (reserved == null) {
+      return null;
+    }
+    String at = "gpushare.reserved-per-gpu";
+    errors.unknownKeys(reserved, at, RESERVED_KEYS);
+    String cpu = errors.quantity(reserved.get("cpu"), at + ".cpu", true);
+    String memory = errors.quantity(reserved.get("memory"), at + ".memory", true);
+    return new ReservedPerGpu(cpu, memory);
+  }
+
+  private static List<SimulatedNode> nodes(ConfigObject section, Errors errors) {
+    ConfigValue list = section.get("nodes");
+    if (list == null || list.valueType() != ConfigValueType.LIST) {
+      errors.add(
+          "gpushare.nodes", list, "expected a list of node objects (it may be empty: nodes = [])");
+      return List.of();
+    }
+    List<SimulatedNode> nodes = new ArrayList<>();
+    Set<String> names = new HashSet<>();
+    List<?> items = (List<?>) list;
+    for (int i = 0; i < items.size(); i++) {
+      String at = "gpushare.nodes[" + i + "]";
+      ConfigValue item = (ConfigValue) items.get(i);
+      if (item.valueType() != ConfigValueType.OBJECT) {
+        errors.add(
+            at, item, "expected a node object with keys " + String.join(", ", sorted(NODE_KEYS)));
+        continue;
+      }
+      SimulatedNode node = node((ConfigObject) item, at, errors);
+      if (node != null && node.manifest().name() != null && !names.add(node.manifest().name())) {
+        errors.add(
+            at + ".name",
+            ((ConfigObject) item).get("name"),
+            "another node has the same name; node names are unique");
+      }
+      if (node != null) {
+        nodes.add(node);
+      }
+    }
+    return Collections.unmodifiableList(nodes);
+  }
+
+  private static SimulatedNode node(ConfigObject node, String at, Errors errors) {
+    errors.unknownKeys(node, at, NODE_KEYS);
+    String name =
+        errors.scalar(
+            node,
+            "name",
+            at,
+            "a node name: a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')",
+            text ->
+                text.length() <= 253 && DNS_SUBDOMAIN.matcher(text).matches()
+                    ? Optional.of(text)
+                    : Optional.empty());
+    Map<String, String> labels = errors.stringMap(node, "labels", at);
+    Map<String, String> annotations = errors.stringMap(node, "annotations", at);
+    Map<String, String> capacity = errors.quantities(node, "capacity", at, true);
+    Map<String, String> allocatable = errors.quantities(node, "allocatable", at, false);
+    if (capacity != null) {
+      gpuCount((ConfigObject) node.get("capacity"), capacity, at, errors);
+    }
+    String model =
+        node.get("gpu-model") == null
+            ? RuntimeSettings.DEFAULT_GPU_MODEL
+            : errors.scalar(
+                node,
+                "gpu-model",
+                at,
+                "a non-empty GPU model name such as \"NVIDIA H800\"",
+                text -> text.isBlank() ? Optional.empty() : Optional.of(text));
+    Long memory =
+        node.get("gpu-memory-mib") == null
+            ? RuntimeSettings.DEFAULT_GPU_MEMORY_MIB
+            : errors.scalar(
+                node,
+                "gpu-memory-mib",
+                at,
+                "a whole number of MiB above 0, such as 81559",
+                EmbeddedConfig::positiveLong);
+    if (name == null || capacity == null || model == null || memory == null) {
+      return null;
+    }
+    return new SimulatedNode(
+        new NodeManifest(
+            name, labels, annotations, capacity, allocatable == null ? Map.of() : allocatable),
+        model,
+        memory);
+  }
+
+  /** {@code capacity."nvidia.com/gpu"} is the number of simulated GPUs: required, 1 to 128. */
+  private static void gpuCount(
+      ConfigObject capacityObject, Map<String, String> capacity, String at, Errors errors) {
+    String rule = "expected the number of GPUs, an integer from 1 to " + MAX_GPUS;
+    ConfigValue gpus = capacityObject.get("nvidia.com/gpu");
+    String field = at + ".capacity.\"nvidia.com/gpu\"";
+    if (gpus == null) {
+      errors.add(field, null, "required; " + rule);
+      return;
+    }
+    String text = capacity.get("nvidia.com/gpu");
+    if (text == null) {
+      return;
+    }
+    Optional<Long> count = positiveLong(text);
+    if (count.isEmpty() || count.get() > MAX_GPUS) {
+      errors.add(field, gpus, rule);
+    }
+  }
+
+  private static Optional<Instant> instant(String text) {
+    try {
+      return Optional.of(Instant.parse(text));
+    } catch (DateTimeParseException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static Optional<Long> positiveLong(String text) {
+    try {
+      long value = Long.parseLong(text);
+      return value > 0 ? Optional.of(value) : Optional.empty();
+    } catch (NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static List<String> sorted(Set<String> keys) {
+    return keys.stream().sorted().toList();
+  }
+
+  /** Collects every configuration error, each naming key, origin, value and rule. */
+  private static final class Errors {
+    private final List<String> messages = new ArrayList<>();
+
+    void add(String key, ConfigValue value, String rule) {
+      String given;
+      if (value == null) {
+        given = "missing";
+      } else {
+        given = "'" + shown(value) + "' given" + where(value.origin());
+      }
+      messages.add(key + ": " + given + "; " + rule);
+    }
+
+    void throwIfAny() {
+      if (!messages.isEmpty()) {
+        throw new LaunchException(
+            "invalid configuration ("
+                + messages.size()
+                + (messages.size() == 1 ? " error" : " errors")
+                + "):\n  "
+                + String.join("\n  ", messages));
+      }
+    }
+
+    void unknownKeys(ConfigObject object, String at, Set<String> known) {
+      object.keySet().stream()
+          .sorted()
+          .filter(key -> !known.contains(key))
+          .forEach(
+              key ->
+                  add(
+                      at + "." + quoted(key),
+                      object.get(key),
+                      "unknown key; accepted keys: " + String.join(", ", sorted(known))));
+    }
+
+    ConfigObject object(ConfigObject parent, String key, String at, boolean required) {
+      ConfigValue value = parent.get(key);
+      if (value == null) {
+        if (required) {
+          add(at + "." + key, null, "required; expected an object");
+        }
+        return null;
+      }
+      if (value.valueType() != ConfigValueType.OBJECT) {
+        add(at + "." + key, value, "expected an object { … }");
+        return null;
+      }
+      return (ConfigObject) value;
+    }
+
+    /** A required scalar, read as text and converted; {@code null} when absent or rejected. */
+    <T> T scalar(
+        ConfigObject parent,
+        String key,
+        String at,
+        String rule,
+        Function<String, Optional<T>> read) {
+      ConfigValue value = parent.get(key);
+      String field = at + "." + key;
+      if (value == null) {
+        add(field, null, "required; expected " + rule);
+        return null;
+      }
+      Optional<T> result = isScalar(value) ? read.apply(text(value)) : Optional.empty();
+      if (result.isEmpty()) {
+        add(field, value, "expected " + rule);
+        return null;
+      }
+      return result.get();
+    }
+
+    String quantity(ConfigValue value, String field, boolean required) {
+      if (value == null) {
+        if (required) {
+          add(field, null, "required; " + QUANTITY_RULE);
+        }
+        return null;
+      }
+      if (value.valueType() != ConfigValueType.STRING && value.valueType() != ConfigValueType.NUMBER
+          || !QUANTITY.matcher(text(value)).matches()) {
+        add(field, value, QUANTITY_RULE);
+        return null;
+      }
+      return text(value);
+    }
+
+    Map<String, String> quantities(ConfigObject parent, String key, String at, boolean required) {
+      ConfigObject object = object(parent, key, at, required);
+      if (object == null) {
+        return null;
+      }
+      Map<String, String> result = new LinkedHashMap<>();
+      object.keySet().stream()
+          .sorted()
+          .forEach(
+              name -> {
+                ConfigValue value = object.get(name);
+                String field = at + "." + key + "." + quoted(name);
+                if (value.valueType() == ConfigValueType.OBJECT) {
+                  add(field, value, "expected a quantity, not an object; " + DOTTED_KEYS);
+                  return;
+                }
+                String quantity = quantity(value, field, true);
+                if (quantity != null) {
+                  result.put(name, quantity);
+                }
+              });
+      return Collections.unmodifiableMap(result);
+    }
+
+    Map<String, String> stringMap(ConfigObject parent, String key, String at) {
+      ConfigObject object = object(parent, key, at, false);
+      if (object == null) {
+        return Map.of();
+      }
+      Map<String, String> result = new LinkedHashMap<>();
+      object.keySet().stream()
+          .sorted()
+          .forEach(
+              name -> {
+                ConfigValue value = object.get(name);
+                String field = at + "." + key + "." + quoted(name);
+                if (!isScalar(value)) {
+                  add(
+                      field,
+                      value,
+                      "expected a string value"
+                          + (value.valueType() == ConfigValueType.OBJECT
+                              ? "; " + DOTTED_KEYS
+                              : ""));
+                  return;
+                }
+                result.put(name, text(value));
+              });
+      return Collections.unmodifiableMap(result);
+    }
+
+    private static boolean isScalar(ConfigValue value) {
+      return switch (value.valueType()) {
+        case STRING, NUMBER, BOOLEAN -> true;
+        default -> false;
+      };
+    }
+
+    private static String text(ConfigValue value) {
+      return String.valueOf(value.unwrapped()).strip();
+    }
+
+    private static String shown(ConfigValue value) {
+      return isScalar(value) ? text(value) : value.render(ConfigRenderOptions.concise());
+    }
+
+    private static String where(ConfigOrigin origin) {
+      if (origin == null || origin.lineNumber() < 1) {
+        return "";
+      }
+      String name =
+          origin.filename() != null
+              ? origin.filename()
+              : origin.resource() != null ? origin.resource() : origin.description();
+      return " at " + name + ":" + origin.lineNumber();
+    }
+
+    private static String quoted(String key) {
+      return key.matches("[A-Za-z0-9_-]+") ? key : "\"" + key + "\"";
+    }
+  }
+
+  private static final String DOTTED_KEYS =
+      "a key that contains dots must be quoted, e.g. \"nvidia.com/gpu\" = \"16\"";
+}

@@ -1,0 +1,140 @@
+package dev.gpushare.http;
+
+import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.persistence.JournalInspector;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.stream.Collectors;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpMethod;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.StatusCodes;
+import org.apache.pekko.http.javadsl.model.headers.Allow;
+import org.apache.pekko.http.javadsl.server.ExceptionHandler;
+import org.apache.pekko.http.javadsl.server.MethodRejection;
+import org.apache.pekko.http.javadsl.server.RejectionHandler;
+import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.http.javadsl.settings.ServerSettings;
+import scala.concurrent.duration.FiniteDuration;
+
+/**
+ * The whole HTTP API of API.md: every {@code *Routes} class under one error policy, and the server
+ * binding. Every error answer is {@code application/problem+json} ({@link Problem}): refusals of
+ * the arbiter by their kind, an unknown path {@code 404}, a wrong method {@code 405} with {@code
+ * Allow}, an unsupported body {@code 415}, an ask timeout {@code 503}, anything unexpected {@code
+ * 500} (logged, never with a stack trace to the client).
+ */
+public final class HttpApi extends ApiDirectives {
+
+  /**
+   * The server's idle timeout: longer than the longest grant long poll, so that a waiting
+   * connection is not cut.
+   */
+  static final FiniteDuration IDLE_TIMEOUT =
+      FiniteDuration.create(DataPlaneRoutes.MAX_GRANT_TIMEOUT_SECONDS + 60, TimeUnit.SECONDS);
+
+  private final Route routes;
+
+  /**
+   * @param clockAdvanced told the new instant after each completed {@code POST /v1/clock/advance}
+   */
+  public HttpApi(
+      GpuShareService service, JournalInspector journal, Consumer<Instant> clockAdvanced) {
+    this.routes =
+        concat(
+            new HealthRoutes(service).route(),
+            new MetricsRoutes(service).route(),
+            new NodeRoutes(service).route(),
+            new PodRoutes(service).route(),
+            new DataPlaneRoutes(service).route(),
+            new JournalRoutes(journal).route(),
+            new ClockRoutes(service, clockAdvanced).route());
+  }
+
+  /** The routes with the error policy applied: every request gets a response from here. */
+  public Route route() {
+    return handleExceptions(
+        ExceptionHandler.newBuilder()
+            .matchAny(failure -> complete(Problem.of(failure).toResponse()))
+            .build(),
+        () -> handleRejections(rejectionHandler(), () -> routes));
+  }
+
+  /** Binds the API on {@code host:port} ({@code 0} picks a free port). */
+  public CompletionStage<ServerBinding> bind(ActorSystem<?> system, String host, int port) {
+    return Http.get(system)
+        .newServerAt(host, port)
+        .adaptSettings(HttpApi::withLongPolls)
+        .bind(route());
+  }
+
+  private static ServerSettings withLongPolls(ServerSettings settings) {
+    scala.concurrent.duration.Duration configured = settings.getTimeouts().idleTimeout();
+    if (configured.isFinite() && configured.lt(IDLE_TIMEOUT)) {
+      return settings.withTimeouts(settings.getTimeouts().withIdleTimeout(IDLE_TIMEOUT));
+    }
+    return settings;
+  }
+
+  private RejectionHandler rejectionHandler() {
+    return RejectionHandler.newBuilder()
+        .handleAll(MethodRejection.class, this::methodNotAllowed)
+        .handleNotFound(
+            extractRequest(
+                request ->
+                    complete(
+                        Problem.http(
+                                StatusCodes.NOT_FOUND,
+                                "no resource at "
+                                    + request.getUri().path()
+                                    + "; API.md lists the paths of this API",
+                                List.of())
+                            .toResponse())))
+        .build()
+        .withFallback(RejectionHandler.defaultHandler().mapRejectionResponse(HttpApi::asProblem));
+  }
+
+  private Route methodNotAllowed(List<MethodRejection> rejections) {
+    List<HttpMethod> allowed =
+        rejections.stream().map(MethodRejection::supported).distinct().toList();
+    String names = allowed.stream().map(HttpMethod::name).collect(Collectors.joining(", "));
+    return extractRequest(
+        request -> {
+          String message =
+              "method "
+                  + request.method().name()
+                  + " is not allowed on "
+                  + request.getUri().path()
+                  + "; allowed: "
+                  + names;
+          return complete(
+              Problem.http(
+                      StatusCodes.METHOD_NOT_ALLOWED,
+                      message,
+                      List.of(new FieldError("method", request.method().name(), message)))
+                  .toResponse()
+                  .addHeader(Allow.create(allowed.toArray(HttpMethod[]::new))));
+        });
+  }
+
+  /** Pekko's own rejection answers (plain text) rewritten as problems, status kept. */
+  private static HttpResponse asProblem(HttpResponse response) {
+    if (response.entity().getContentType().equals(Problem.CONTENT_TYPE)) {
+      return response;
+    }
+    String detail =
+        response.entity() instanceof HttpEntity.Strict strict
+            ? strict.getData().decodeString(StandardCharsets.UTF_8)
+            : response.status().reason();
+    return response.withEntity(
+        Problem.http(response.status(), detail, List.of()).toResponse().entity());
+  }
+}

@@ -1,0 +1,160 @@
+package dev.gpushare.http;
+
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The launcher's command line, parsed without side effects. Flags take their value as the next
+ * argument or after {@code =} ({@code --port 0}, {@code --port=0}); each may be given once.
+ *
+ * @param host interface to listen on, default {@code 127.0.0.1}
+ * @param port TCP port, default 8080; {@code 0} picks a free port
+ * @param data the data directory (journal, {@code clock.txt}), default {@code ./data}
+ * @param clock the clock chosen by {@code --clock}; when empty, {@code gpushare.clock} decides
+ * @param config a HOCON file layered over the built-in embedded configuration
+ * @param help whether {@code --help} was asked for (the other fields are then defaults)
+ */
+public record LauncherOptions(
+    String host,
+    int port,
+    Path data,
+    Optional<ClockMode> clock,
+    Optional<Path> config,
+    boolean help) {
+
+  public static final String DEFAULT_HOST = "127.0.0.1";
+  public static final int DEFAULT_PORT = 8080;
+  public static final Path DEFAULT_DATA = Path.of("data");
+
+  private static final String FLAGS =
+      "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --help";
+
+  /** The defaults, as if no flag were given. */
+  public static LauncherOptions defaults() {
+    return new LauncherOptions(
+        DEFAULT_HOST, DEFAULT_PORT, DEFAULT_DATA, Optional.empty(), Optional.empty(), false);
+  }
+
+  /** Parses the arguments; a {@link LaunchException} names the flag, the value and the rule. */
+  public static LauncherOptions parse(List<String> args) {
+    if (args.contains("--help") || args.contains("-h")) {
+      return new LauncherOptions(
+          DEFAULT_HOST, DEFAULT_PORT, DEFAULT_DATA, Optional.empty(), Optional.empty(), true);
+    }
+    String host = DEFAULT_HOST;
+    int port = DEFAULT_PORT;
+    Path data = DEFAULT_DATA;
+    Optional<ClockMode> clock = Optional.empty();
+    Optional<Path> config = Optional.empty();
+    Set<String> seen = new HashSet<>();
+    for (int i = 0; i < args.size(); i++) {
+      String arg = args.get(i);
+      if (!arg.startsWith("-")) {
+        throw new LaunchException(
+            "unexpected argument '" + arg + "'; every value follows its flag: " + FLAGS);
+      }
+      int eq = arg.indexOf('=');
+      String flag = eq < 0 ? arg : arg.substring(0, eq);
+      if (!List.of("--port", "--host", "--data", "--clock", "--config").contains(flag)) {
+        throw new LaunchException("unknown flag '" + flag + "'; accepted: " + FLAGS);
+      }
+      if (!seen.add(flag)) {
+        throw new LaunchException(flag + ": given more than once; give it once");
+      }
+      String value;
+      if (eq >= 0) {
+        value = arg.substring(eq + 1);
+      } else if (i + 1 < args.size() && !args.get(i + 1).startsWith("--")) {
+        value = args.get(++i);
+      } else {
+        throw new LaunchException(flag + ": missing value; expected " + expected(flag));
+      }
+      switch (flag) {
+        case "--port" -> port = port(value);
+        case "--host" -> host = nonBlank(flag, value);
+        case "--data" -> data = path(flag, value);
+        case "--clock" ->
+            clock =
+                Optional.of(
+                    ClockMode.parse(value)
+                        .orElseThrow(
+                            () ->
+                                new LaunchException(
+                                    "--clock: '" + value + "' given; expected " + expected(flag))));
+        case "--config" -> config = Optional.of(path(flag, value));
+        default -> throw new IllegalStateException("unhandled flag " + flag);
+      }
+    }
+    return new LauncherOptions(host, port, data, clock, config, false);
+  }
+
+  /** The text {@code --help} prints. */
+  public static String usage() {
+    return """
+        Usage: java -jar gpushare.jar [flags]
+
+        Starts the GPU-share arbiter in embedded mode (simulated GPU-HPN nodes, H2 journal)
+        and serves the HTTP API of API.md. Prints one line, "gpushare listening on
+        http://HOST:PORT", once it is ready.
+
+        Flags:
+          --port N                 TCP port, 0 to 65535 (0 picks a free port); default 8080
+          --host H                 interface to listen on; default 127.0.0.1
+          --data DIR               journal and state files; created if absent; default ./data
+          --clock system|manual    the clock; default: config key gpushare.clock, else system.
+                                   A manual clock moves only by POST /v1/clock/advance and
+                                   resumes where it stopped after a restart on the same DIR.
+          --config FILE            HOCON file over the built-in embedded configuration
+                                   (simulated nodes, reserved CPU/memory per GPU, ask timeout);
+                                   its gpushare.nodes replaces the built-in node list
+          --help                   this text
+
+        Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,
+        1 when startup fails otherwise. SIGTERM stops the server gracefully.
+        """;
+  }
+
+  private static String expected(String flag) {
+    return switch (flag) {
+      case "--port" -> "an integer from 0 to 65535 (0 picks a free port)";
+      case "--host" -> "a host name or IP address to listen on, e.g. 127.0.0.1 or 0.0.0.0";
+      case "--data" -> "a directory path";
+      case "--clock" -> ClockMode.accepted();
+      case "--config" -> "the path of a HOCON file";
+      default -> "a value";
+    };
+  }
+
+  private static int port(String value) {
+    try {
+      int port = Integer.parseInt(value.strip());
+      if (port >= 0 && port <= 65535) {
+        return port;
+      }
+    } catch (NumberFormatException e) {
+      // reported below with the accepted range
+    }
+    throw new LaunchException("--port: '" + value + "' given; expected " + expected("--port"));
+  }
+
+  private static String nonBlank(String flag, String value) {
+    if (value.isBlank()) {
+      throw new LaunchException(flag + ": empty value given; expected " + expected(flag));
+    }
+    return value.strip();
+  }
+
+  private static Path path(String flag, String value) {
+    String text = nonBlank(flag, value);
+    try {
+      return Path.of(text);
+    } catch (InvalidPathException e) {
+      throw new LaunchException(
+          flag + ": '" + value + "' given; not a valid path (" + e.getReason() + ")");
+    }
+  }
+}

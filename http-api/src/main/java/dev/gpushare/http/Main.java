@@ -1,0 +1,203 @@
+package dev.gpushare.http;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.node.GpuShareRuntime;
+import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.persistence.DataDirectory;
+import dev.gpushare.persistence.JdbcJournalInspector;
+import dev.gpushare.persistence.PersistenceProfiles;
+import dev.gpushare.persistence.SchemaSetup;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.BindException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Arrays;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.stream.BindFailedException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The launcher ({@code java -jar gpushare.jar}): embedded mode with simulated GPU-HPN nodes and an
+ * H2 journal under {@code --data}.
+ *
+ * <p>Startup: flags ({@link LauncherOptions}) → configuration ({@link EmbeddedConfig}) → data
+ * directory → actor system {@code gpushare} (the configuration over the embedded H2 persistence
+ * profile over the runtime's own settings) → journal schema → arbiter runtime → HTTP binding; then
+ * exactly one line goes to stdout, {@code gpushare listening on http://HOST:PORT}. Logs go to
+ * stderr. A bad flag, key or data directory ends the process with status 2 and one message naming
+ * the flag or key, the value and what is accepted; any other startup failure with status 1. SIGTERM
+ * runs Pekko's coordinated shutdown: the binding stops accepting, in-flight requests finish, the
+ * actors stop.
+ */
+public final class Main {
+  /** Exit status for a startup failure that no flag or key explains. */
+  public static final int FAILED = 1;
+
+  private static final Logger LOG = LoggerFactory.getLogger(Main.class);
+  private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(10);
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    int status = launch(args, System.out, System.err);
+    if (status >= 0) {
+      System.exit(status);
+    }
+  }
+
+  /**
+   * Starts the server, or fails; answers {@code -1} when the server runs (the actor system keeps
+   * the process alive), else the exit status after printing why on {@code err}.
+   */
+  static int launch(String[] args, PrintStream out, PrintStream err) {
+    Prepared prepared;
+    try {
+      LauncherOptions options = LauncherOptions.parse(Arrays.asList(args));
+      if (options.help()) {
+        out.print(LauncherOptions.usage());
+        out.flush();
+        return 0;
+      }
+      prepared = prepare(options);
+    } catch (LaunchException | IllegalArgumentException | UncheckedIOException e) {
+      err.println("gpushare: " + e.getMessage());
+      err.println("gpushare: run with --help for the flags and the configuration format");
+      err.flush();
+      return LaunchException.USAGE;
+    }
+    return start(prepared, out, err);
+  }
+
+  /** Everything checked before anything starts. */
+  private record Prepared(
+      LauncherOptions options,
+      EmbeddedConfig embedded,
+      Config systemConfig,
+      ArbiterClock clock,
+      Consumer<Instant> clockAdvanced) {}
+
+  private static Prepared prepare(LauncherOptions options) {
+    Config loaded = EmbeddedConfig.load(options.config());
+    EmbeddedConfig embedded =
+        EmbeddedConfig.from(EmbeddedConfig.resolve(loaded, ConfigFactory.load()));
+    Path data = DataDirectory.prepare(options.data());
+    Config systemConfig =
+        EmbeddedConfig.resolve(
+            loaded,
+            PersistenceProfiles.embeddedH2(data)
+                .withFallback(GpuShareRuntime.config())
+                .withFallback(ConfigFactory.load()));
+    ClockMode mode = options.clock().orElse(embedded.clock());
+    if (mode == ClockMode.SYSTEM) {
+      return new Prepared(options, embedded, systemConfig, ArbiterClock.system(), now -> {});
+    }
+    ClockFile clockFile = new ClockFile(data);
+    Instant start =
+        clockFile
+            .read()
+            .filter(recorded -> recorded.isAfter(embedded.manualClockStart()))
+            .orElse(embedded.manualClockStart());
+    clockFile.record(start);
+    return new Prepared(options, embedded, systemConfig, new ManualClock(start), clockFile::record);
+  }
+
+  private static int start(Prepared prepared, PrintStream out, PrintStream err) {
+    LauncherOptions options = prepared.options();
+    ActorSystem<Void> system =
+        ActorSystem.create(Behaviors.empty(), "gpushare", prepared.systemConfig());
+    try {
+      GpuShareService service =
+          SchemaSetup.ensure(system)
+              .thenCompose(
+                  done ->
+                      GpuShareRuntime.start(
+                          system, prepared.embedded().settings(), prepared.clock()))
+              .toCompletableFuture()
+              .get();
+      HttpApi api =
+          new HttpApi(service, JdbcJournalInspector.create(system), prepared.clockAdvanced());
+      ServerBinding binding =
+          api.bind(system, options.host(), options.port()).toCompletableFuture().get();
+      binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+      String url = "http://" + urlHost(options.host()) + ":" + binding.localAddress().getPort();
+      LOG.info(
+          "gpushare ready: {} clock, data {}, {} configured node(s)",
+          prepared.clock().manual() ? "manual" : "system",
+          options.data().toAbsolutePath().normalize(),
+          prepared.embedded().settings().nodes().size());
+      out.println("gpushare listening on " + url);
+      out.flush();
+      return -1;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return fail(system, err, "startup interrupted");
+    } catch (ExecutionException | RuntimeException e) {
+      LOG.debug("startup failed", e);
+      return fail(system, err, describe(e, options));
+    }
+  }
+
+  private static String describe(Throwable cause, LauncherOptions options) {
+    Throwable root = cause;
+    while ((root instanceof CompletionException || root instanceof ExecutionException)
+        && root.getCause() != null) {
+      root = root.getCause();
+    }
+    if (isBindFailure(cause)) {
+      return "cannot listen on "
+          + options.host()
+          + ":"
+          + options.port()
+          + " (--host "
+          + options.host()
+          + ", --port "
+          + options.port()
+          + "): "
+          + root.getMessage()
+          + "; give a free port, or --port 0 to pick one";
+    }
+    String message = root.getMessage() == null ? root.toString() : root.getMessage();
+    return "startup failed: " + message;
+  }
+
+  private static boolean isBindFailure(Throwable failure) {
+    for (Throwable t = failure; t != null; t = t.getCause()) {
+      if (t instanceof BindException || t instanceof BindFailedException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static int fail(ActorSystem<Void> system, PrintStream err, String message) {
+    err.println("gpushare: " + message);
+    err.flush();
+    system.terminate();
+    try {
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException | TimeoutException e) {
+      LOG.warn("the actor system did not stop cleanly: {}", e.toString());
+    }
+    return FAILED;
+  }
+
+  /** An IPv6 literal goes in brackets in a URL. */
+  static String urlHost(String host) {
+    return host.contains(":") && !host.startsWith("[") ? "[" + host + "]" : host;
+  }
+}

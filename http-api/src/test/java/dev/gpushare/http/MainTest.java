@@ -1,0 +1,92 @@
+package dev.gpushare.http;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The launcher's refusals: status 2, one clear message on stderr, nothing on stdout. */
+class MainTest {
+  @TempDir Path dir;
+
+  private record Outcome(int status, String out, String err) {}
+
+  private static Outcome launch(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int status =
+        Main.launch(
+            args,
+            new PrintStream(out, true, StandardCharsets.UTF_8),
+            new PrintStream(err, true, StandardCharsets.UTF_8));
+    return new Outcome(
+        status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+  }
+
+  private static void assertRefused(Outcome outcome, String expected) {
+    assertEquals(2, outcome.status(), outcome.err());
+    assertEquals("", outcome.out());
+    assertTrue(outcome.err().startsWith("gpushare: " + expected), outcome.err());
+    assertFalse(outcome.err().contains("\tat "), "no stack trace: " + outcome.err());
+  }
+
+  @Test
+  void helpPrintsUsageAndExitsZero() {
+    Outcome outcome = launch("--help");
+    assertEquals(0, outcome.status());
+    assertTrue(outcome.out().startsWith("Usage: java -jar gpushare.jar"), outcome.out());
+    assertEquals("", outcome.err());
+  }
+
+  @Test
+  void aBadFlagIsRefused() {
+    assertRefused(launch("--port", "http"), "--port: 'http' given");
+    assertRefused(launch("--verbose"), "unknown flag '--verbose'");
+    assertRefused(launch("--clock", "slow"), "--clock: 'slow' given");
+    assertRefused(launch("--data"), "--data: missing value");
+  }
+
+  @Test
+  void anUnreadableConfigIsRefused() {
+    assertRefused(
+        launch("--config", dir.resolve("none.conf").toString(), "--data", dir.toString()),
+        "--config " + dir.resolve("none.conf"));
+  }
+
+  @Test
+  void anInvalidConfigIsRefusedBeforeTheDataDirectoryIsCreated() throws Exception {
+    Path conf = dir.resolve("bad.conf");
+    Files.writeString(conf, "gpushare.ask-timeout = never\n");
+    Path data = dir.resolve("data");
+    Outcome outcome = launch("--config", conf.toString(), "--data", data.toString());
+    assertRefused(outcome, "invalid configuration (1 error):");
+    assertTrue(outcome.err().contains("gpushare.ask-timeout: 'never' given"), outcome.err());
+    assertFalse(Files.exists(data));
+  }
+
+  @Test
+  void anUnusableDataDirectoryIsRefused() throws Exception {
+    Path file = Files.writeString(dir.resolve("a-file"), "x");
+    assertRefused(launch("--data", file.toString()), "--data " + file);
+  }
+
+  @Test
+  void aCorruptClockFileIsRefusedWithAManualClock() throws Exception {
+    Files.writeString(dir.resolve("clock.txt"), "noon");
+    assertRefused(
+        launch("--data", dir.toString(), "--clock", "manual"), dir.resolve("clock.txt").toString());
+  }
+
+  @Test
+  void ipv6HostsAreBracketedInTheUrl() {
+    assertEquals("[::1]", Main.urlHost("::1"));
+    assertEquals("127.0.0.1", Main.urlHost("127.0.0.1"));
+  }
+}
