@@ -95,29 +95,29 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** Registers configured nodes that are new, then brings every known node in line. */
   CompletionStage<Done> start() {
-    return nodeNames()
-        .thenCompose(
-            known -> {
-              CompletionStage<Done> chain = CompletableFuture.completedFuture(Done.getInstance());
-              for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
-                if (!known.contains(sim.manifest().name())) {
-                  chain =
-                      chain.thenCompose(
-                          d ->
-                              register(sim.manifest(), sim.gpuModel(), sim.gpuMemoryMiB())
-                                  .thenApply(r -> Done.getInstance()));
-                }
-              }
-              return chain;
-            })
+    CompletionStage<Done> chain = done();
+    for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
+      String name = sim.manifest().name();
+      chain =
+          chain.thenCompose(
+              d ->
+                  nodeRecord(name)
+                      .thenCompose(
+                          record ->
+                              record.registered()
+                                  ? done()
+                                  : register(sim.manifest(), sim.gpuModel(), sim.gpuMemoryMiB())
+                                      .thenApply(r -> Done.getInstance())));
+    }
+    return chain
         .thenCompose(d -> nodeNames())
         .thenCompose(
             names -> {
-              CompletionStage<Done> chain = CompletableFuture.completedFuture(Done.getInstance());
+              CompletionStage<Done> recovery = done();
               for (String node : names) {
-                chain = chain.thenCompose(d -> recover(node));
+                recovery = recovery.thenCompose(d -> recover(node));
               }
-              return chain;
+              return recovery;
             })
         .thenApply(
             d -> {
@@ -131,6 +131,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return nodeRecord(node)
         .thenCompose(
             record -> {
+              if (!record.registered()) {
+                return done();
+              }
               record
                   .bound()
                   .values()
@@ -154,7 +157,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<List<NodeView>> nodes() {
-    return nodeNames().thenCompose(names -> all(names.stream().map(this::nodeView).toList()));
+    return registeredNodes().thenCompose(names -> all(names.stream().map(this::nodeView).toList()));
   }
 
   @Override
@@ -337,7 +340,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   private CompletionStage<String> chooseNode(String nodeName, PodSharing spec) {
     if (nodeName != null && !nodeName.isEmpty()) {
-      return nodeNames()
+      return registeredNodes()
           .thenApply(
               names -> {
                 if (!names.contains(nodeName)) {
@@ -816,7 +819,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   private CompletionStage<Done> knownNode(String name) {
-    return nodeNames()
+    return registeredNodes()
         .thenApply(
             names -> {
               if (!names.contains(name)) {
@@ -834,9 +837,22 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             });
   }
 
+  /** Nodes known to the directory (a crash may leave one listed but never registered). */
   private CompletionStage<List<String>> nodeNames() {
     return this.<NodeDirectory.Nodes>ask(directory, NodeDirectory.GetNodes::new)
         .thenApply(NodeDirectory.Nodes::names);
+  }
+
+  /** Nodes that are registered: what users see. */
+  private CompletionStage<List<String>> registeredNodes() {
+    return nodeNames()
+        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+        .thenApply(
+            records ->
+                records.stream()
+                    .filter(NodeActor.Record::registered)
+                    .map(r -> r.manifest().name())
+                    .toList());
   }
 
   private CompletionStage<NodeActor.Record> nodeRecord(String name) {
