@@ -1,5 +1,7 @@
 package dev.gpushare.arbiter;
 
+import com.fasterxml.jackson.annotation.JsonValue;
+
 /**
  * A sharing pod's state (SPEC §4). Share-pool pods move between {@code Hibernation}, {@code Ready}
  * and {@code Running}; static pods are {@code Pending} until pinned and {@code Running} from then
@@ -17,6 +19,7 @@ public enum PodState {
     this.display = display;
   }
 
+  @JsonValue
   public String display() {
     return display;
   }

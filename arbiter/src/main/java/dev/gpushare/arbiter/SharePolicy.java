@@ -1,5 +1,6 @@
 package dev.gpushare.arbiter;
 
+import com.fasterxml.jackson.annotation.JsonValue;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.stream.Collectors;
@@ -19,6 +20,7 @@ public enum SharePolicy {
   }
 
   /** The label value, as users write it. */
+  @JsonValue
   public String label() {
     return label;
   }

@@ -262,6 +262,11 @@ public final class NodeArbiter
       if (set.gpus().equals(book.gpus())) {
         return round(Effect().none(), set.replyTo(), null);
       }
+      String stranded = strandedBy(book, set.gpus());
+      if (stranded != null) {
+        set.replyTo().tell(new Outcome(null, "CONFLICT", stranded));
+        return Effect().none();
+      }
       return round(Effect().persist(new GpusSet(set.gpus())), set.replyTo(), null);
     }
     if (command instanceof ApplyPolicy apply) {
@@ -298,31 +303,24 @@ public final class NodeArbiter
     if (!book.isMember(pod)) {
       return round(Effect().none(), replyTo, null);
     }
+    afterRemoval(book, pod);
+    return round(Effect().persist(new PodRemoved(pod, clock.now())), replyTo, null);
+  }
+
+  /** What follows a pod's removal: its share freed, the pod told it is gone. */
+  private void afterRemoval(ShareBook book, String pod) {
     PodKey key = book.members().get(pod).key();
     ShareBook.Holding held = book.holdings().get(pod);
     if (held != null) {
       outbox.add(free(book, held));
     }
+    PodStatus gone =
+        new PodStatus(
+            key, node, book.members().get(pod).spec(), null, null, null, null, book.revision() + 1);
     outbox.add(
         new Fire(
             "tell " + pod + " it is deleted",
-            () ->
-                peers.notifyPod(
-                    key,
-                    new PodNotice(
-                        new PodStatus(
-                            key,
-                            node,
-                            book.members().get(pod).spec(),
-                            null,
-                            null,
-                            null,
-                            null,
-                            book.revision() + 1),
-                        List.of(),
-                        List.of(),
-                        true))));
-    return round(Effect().persist(new PodRemoved(pod, clock.now())), replyTo, null);
+            () -> peers.notifyPod(key, new PodNotice(gone, List.of(), List.of(), true))));
   }
 
   private Effect<Event, ShareBook> onDemand(ShareBook book, Demand demand) {
@@ -359,6 +357,27 @@ public final class NodeArbiter
     return round(Effect().none(), release.replyTo(), pod);
   }
 
+  /** Why a new GPU list would strand a holding (its GPU gone or another device), or null. */
+  private String strandedBy(ShareBook book, List<ShareBook.GpuSlot> gpus) {
+    for (Map.Entry<String, ShareBook.Holding> e : book.holdings().entrySet()) {
+      ShareBook.GpuSlot was = book.slot(e.getValue().gpu()).orElseThrow();
+      boolean kept =
+          gpus.stream().anyMatch(g -> g.index() == was.index() && g.uuid().equals(was.uuid()));
+      if (!kept) {
+        return "GPU "
+            + was.index()
+            + " ("
+            + was.uuid()
+            + ") of node "
+            + node
+            + " is held by "
+            + book.members().get(e.getKey()).key().ref()
+            + "; it cannot be removed while in use";
+      }
+    }
+    return null;
+  }
+
   private Outcome refuseUnlessSharePool(ShareBook book, String pod, String what) {
     if (!book.isMember(pod)) {
       return new Outcome(null, "NOT_FOUND", "pod " + pod + " is not bound to node " + node);
@@ -386,10 +405,7 @@ public final class NodeArbiter
     Instant now = clock.now();
     for (String pod : book.members().keySet()) {
       if (!bound.containsKey(pod)) {
-        ShareBook.Holding held = book.holdings().get(pod);
-        if (held != null) {
-          outbox.add(free(book, held));
-        }
+        afterRemoval(book, pod);
         events.add(new PodRemoved(pod, now));
       }
     }
