@@ -188,6 +188,9 @@ public final class NodeActor
   }
 
   private ReplyEffect<Event, Record> onPatch(Record r, Patch c) {
+    if (!r.registered()) {
+      return Effect().reply(c.replyTo(), r);
+    }
     Patched patched = new Patched(nullable(c.labels()), nullable(c.annotations()));
     Record next = apply(r, patched);
     List<Event> events = new ArrayList<>();

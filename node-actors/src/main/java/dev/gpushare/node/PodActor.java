@@ -138,7 +138,9 @@ public final class PodActor
       return Effect().reply(c.replyTo(), Done.getInstance());
     }
     List<Event> events = new ArrayList<>();
-    if (n.status() != null && !sameStatus(n.status(), r.status())) {
+    // Recorded whenever newer, even if nothing users see changed: the revision seen must advance
+    // so that a delayed older notice is recognised as stale.
+    if (n.status() != null && n.status().revision() > r.revision()) {
       events.add(new StatusChanged(n.status()));
     }
     for (EventNote e : n.events()) {
@@ -159,13 +161,28 @@ public final class PodActor
     }
     return Effect()
         .persist(events)
-        .thenRun(after -> listener.changed(key, after))
+        .thenRun(
+            after -> {
+              if (visiblyChanged(r, after)) {
+                listener.changed(key, after);
+              }
+            })
         .thenReply(c.replyTo(), after -> Done.getInstance());
+  }
+
+  private static boolean visiblyChanged(Record before, Record after) {
+    return !sameStatus(after.status(), before.status())
+        || !after.events().equals(before.events())
+        || !after.conditions().equals(before.conditions())
+        || after.deleted() != before.deleted();
   }
 
   /** Equal in everything users see; the revision alone does not make a change. */
   private static boolean sameStatus(PodStatus a, PodStatus b) {
-    return b != null
+    if (a == null || b == null) {
+      return a == b;
+    }
+    return true
         && a.state() == b.state()
         && Objects.equals(a.gpu(), b.gpu())
         && Objects.equals(a.gpuUuid(), b.gpuUuid())
