@@ -1,14 +1,17 @@
 package dev.gpushare.http;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.Location;
+import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
@@ -16,7 +19,7 @@ import org.apache.pekko.http.javadsl.server.Route;
  * /v1/nodes/{node}/queue}; in embedded mode {@code PUT /v1/nodes/{node}} from a Node manifest in
  * JSON or YAML ({@code 201} when the node is new, {@code 200} when replaced; the body is the
  * NodeView either way) and {@code PATCH /v1/nodes/{node}}, a JSON merge patch of labels and
- * annotations ({@link NodeMergePatch}).
+ * annotations ({@link NodeMergePatch}); and {@code PUT /v1/nodes/{node}/gpus/{index}/health}.
  */
 public final class NodeRoutes extends ApiDirectives {
   static final List<String> PATCH_MEDIA_TYPES =
@@ -50,6 +53,15 @@ public final class NodeRoutes extends ApiDirectives {
                                                     () ->
                                                         withBody(body -> patchNode(name, body))))),
                                     path(
+                                        PathMatchers.segment("gpus")
+                                            .slash(PathMatchers.integerSegment())
+                                            .slash("health"),
+                                        index ->
+                                            put(
+                                                () ->
+                                                    withBody(
+                                                        body -> setHealth(name, index, body)))),
+                                    path(
                                         "queue",
                                         () ->
                                             get(
@@ -59,6 +71,28 @@ public final class NodeRoutes extends ApiDirectives {
                                                             service
                                                                 .queue(name)
                                                                 .thenApply(Items::new)))))))));
+  }
+
+  /**
+   * Embedded mode: {@code PUT /v1/nodes/{node}/gpus/{index}/health} with {@code
+   * {"health":"Healthy"|"Unhealthy"}} — the simulator's way to fail a GPU or bring it back.
+   */
+  private Route setHealth(String name, int index, HttpEntity.Strict body) {
+    JsonNode root =
+        ManifestReader.parse(
+            body.getData().toArray(),
+            ManifestReader.Format.JSON,
+            "{\"health\":\"Healthy\"} or {\"health\":\"Unhealthy\"}");
+    JsonNode health = root == null ? null : root.get("health");
+    String value = health == null || !health.isTextual() ? null : health.asText();
+    if (!"Healthy".equals(value) && !"Unhealthy".equals(value)) {
+      String given = health == null ? null : health.toString();
+      throw ServiceException.of(
+          ServiceException.Kind.INVALID,
+          new FieldError(
+              "health", given, "health is " + given + "; want \"Healthy\" or \"Unhealthy\""));
+    }
+    return answerOk(() -> service.setGpuHealth(name, index, "Healthy".equals(value)));
   }
 
   private Route putNode(String name, HttpEntity.Strict body) {

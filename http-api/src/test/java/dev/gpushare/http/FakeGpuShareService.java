@@ -163,6 +163,13 @@ final class FakeGpuShareService implements GpuShareService {
   }
 
   @Override
+  public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
+    return answer(
+        "setGpuHealth " + node + " " + index + " " + healthy,
+        () -> Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node)));
+  }
+
+  @Override
   public CompletionStage<NodeView> patchNode(
       String name, Map<String, String> labels, Map<String, String> annotations) {
     return answer(

@@ -266,7 +266,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     List<ShareBook.GpuSlot> slots = new ArrayList<>();
     for (GpuDevice d : record.gpus()) {
       describes.add(entities.gpu(node, d.uuid()).ask(r -> new GpuActor.Describe(d, r), timeout));
-      slots.add(new ShareBook.GpuSlot(d.index(), d.uuid(), true));
+      slots.add(new ShareBook.GpuSlot(d.index(), d.uuid(), record.healthy(d.uuid())));
     }
     return all(describes)
         .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.SetGpus(slots, r)))
@@ -292,6 +292,44 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                         r -> new NodeActor.Patch(labels, annotations, r), timeout))
         .thenCompose(record -> syncArbiter(name, record))
         .thenCompose(d -> nodeView(name));
+  }
+
+  @Override
+  public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
+    return knownNode(node)
+        .thenCompose(d -> nodeRecord(node))
+        .thenCompose(
+            before -> {
+              GpuDevice device =
+                  before.gpus().stream()
+                      .filter(g -> g.index() == index)
+                      .findFirst()
+                      .orElseThrow(
+                          () ->
+                              ServiceException.of(
+                                  Kind.NOT_FOUND,
+                                  new FieldError(
+                                      "index",
+                                      Integer.toString(index),
+                                      "node "
+                                          + node
+                                          + " has no GPU "
+                                          + index
+                                          + "; its GPUs are 0.."
+                                          + (before.gpus().size() - 1))));
+              return entities
+                  .gpu(node, device.uuid())
+                  .<Done>ask(r -> new GpuActor.SetHealth(healthy, r), timeout)
+                  .thenCompose(
+                      d ->
+                          entities
+                              .node(node)
+                              .<NodeActor.Record>ask(
+                                  r -> new NodeActor.SetGpuHealth(device.uuid(), healthy, r),
+                                  timeout));
+            })
+        .thenCompose(record -> syncArbiter(node, record))
+        .thenCompose(d -> nodeView(node));
   }
 
   // ---- pods ----
@@ -374,7 +412,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                   continue;
                 }
                 Share free =
-                    new Share(100 * r.gpus().size(), 100 * r.gpus().size()).minus(r.requested());
+                    new Share(100 * r.healthyGpus(), 100 * r.healthyGpus()).minus(r.requested());
                 int room = free.core() + free.memory();
                 if (room < bestRoom) {
                   best = r;
@@ -405,7 +443,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
           yield "policy " + active + " is not the pod's " + spec.policy();
         }
         Share after = r.requested().plus(spec.requests());
-        int alloc = 100 * r.gpus().size();
+        int alloc = 100 * r.healthyGpus();
         yield after.core() > alloc || after.memory() > alloc ? "requests do not fit" : null;
       }
       case EXCLUSIVE ->

@@ -63,6 +63,10 @@ public final class NodeActor
 
   public record GetRecord(ActorRef<Record> replyTo) implements Command {}
 
+  /** A GPU failed or came back (backend health, or the simulator's admin call). */
+  public record SetGpuHealth(String uuid, boolean healthy, ActorRef<Record> replyTo)
+      implements Command {}
+
   /** Admission's answer: the record, or why the pod cannot be bound ({@code error} kind). */
   public record BindReply(Record record, String error, FieldError reason)
       implements JsonSerializable {}
@@ -83,6 +87,8 @@ public final class NodeActor
 
   public record NodeEventRecorded(EventNote event) implements Event {}
 
+  public record GpuHealthChanged(String uuid, boolean healthy) implements Event {}
+
   /** A pod bound to this node. */
   public record Bound(PodKey key, PodSharing spec) implements JsonSerializable {}
 
@@ -95,9 +101,11 @@ public final class NodeActor
       SharingConfig config,
       List<NodeCondition> conditions,
       Map<String, Bound> bound,
-      List<EventNote> events)
+      List<EventNote> events,
+      List<String> unhealthy)
       implements JsonSerializable {
     public Record {
+      unhealthy = List.copyOf(unhealthy == null ? List.of() : unhealthy);
       gpus = List.copyOf(gpus);
       conditions = List.copyOf(conditions);
       bound = new TreeMap<>(bound);
@@ -110,7 +118,17 @@ public final class NodeActor
 
     /** The node status Kubernetes shows, as of {@code now}. */
     public NodeStatus status(ReservedPerGpu reserved, Instant now) {
-      return NodeStatusCalculator.desired(manifest, gpus.size(), config, reserved, conditions, now);
+      return NodeStatusCalculator.desired(
+          manifest, healthyGpus(), config, reserved, conditions, now);
+    }
+
+    /** GPUs that can take shares: capacity and allocatable count only these (SPEC §2). */
+    public int healthyGpus() {
+      return (int) gpus.stream().filter(g -> !unhealthy.contains(g.uuid())).count();
+    }
+
+    public boolean healthy(String uuid) {
+      return !unhealthy.contains(uuid);
     }
 
     /** Requests of bound pods that share a GPU. */
@@ -157,7 +175,8 @@ public final class NodeActor
 
   @Override
   public Record emptyState() {
-    return new Record(null, List.of(), SharingConfig.INITIAL, List.of(), Map.of(), List.of());
+    return new Record(
+        null, List.of(), SharingConfig.INITIAL, List.of(), Map.of(), List.of(), List.of());
   }
 
   @Override
@@ -174,6 +193,7 @@ public final class NodeActor
         .onCommand(Patch.class, this::onPatch)
         .onCommand(Bind.class, this::onBind)
         .onCommand(Unbind.class, this::onUnbind)
+        .onCommand(SetGpuHealth.class, this::onSetGpuHealth)
         .build();
   }
 
@@ -230,6 +250,33 @@ public final class NodeActor
     return persistAndReply(events, c.replyTo());
   }
 
+  private ReplyEffect<Event, Record> onSetGpuHealth(Record r, SetGpuHealth c) {
+    boolean known = r.gpus().stream().anyMatch(g -> g.uuid().equals(c.uuid()));
+    if (!known || r.healthy(c.uuid()) == c.healthy()) {
+      return Effect().reply(c.replyTo(), r);
+    }
+    GpuHealthChanged changed = new GpuHealthChanged(c.uuid(), c.healthy());
+    Instant now = clock.now();
+    int index = r.gpus().stream().filter(g -> g.uuid().equals(c.uuid())).findFirst().get().index();
+    List<Event> events = new ArrayList<>();
+    events.add(changed);
+    events.add(
+        new NodeEventRecorded(
+            new EventNote(
+                c.healthy() ? "Normal" : "Warning",
+                c.healthy() ? "GPUHealthy" : "GPUUnhealthy",
+                "GPU "
+                    + index
+                    + " ("
+                    + c.uuid()
+                    + ") is "
+                    + (c.healthy() ? "healthy" : "unhealthy")
+                    + ".",
+                now)));
+    events.addAll(resolve(apply(r, changed)));
+    return persistAndReply(events, c.replyTo());
+  }
+
   private ReplyEffect<Event, Record> persistAndReply(List<Event> events, ActorRef<Record> replyTo) {
     if (events.isEmpty()) {
       return Effect().none().thenReply(replyTo, r -> r);
@@ -259,7 +306,7 @@ public final class NodeActor
                   + ", which is "
                   + config.active());
         }
-        Share allocatable = new Share(100 * r.gpus().size(), 100 * r.gpus().size());
+        Share allocatable = new Share(100 * r.healthyGpus(), 100 * r.healthyGpus());
         Share after = r.requested().plus(spec.requests());
         if (after.core() > allocatable.core() || after.memory() > allocatable.memory()) {
           Share free = allocatable.minus(r.requested());
@@ -315,7 +362,7 @@ public final class NodeActor
     Instant now = clock.now();
     List<NodeCondition> conditions =
         NodeStatusCalculator.desired(
-                r.manifest(), r.gpus().size(), config, reserved, r.conditions(), now)
+                r.manifest(), r.healthyGpus(), config, reserved, r.conditions(), now)
             .conditions();
     List<Event> events = new ArrayList<>();
     if (!config.equals(r.config()) || !sameConditions(conditions, r.conditions())) {
@@ -364,7 +411,8 @@ public final class NodeActor
 
   static Record apply(Record r, Event event) {
     if (event instanceof Registered e) {
-      return new Record(e.manifest(), e.gpus(), r.config(), r.conditions(), r.bound(), r.events());
+      return new Record(
+          e.manifest(), e.gpus(), r.config(), r.conditions(), r.bound(), r.events(), r.unhealthy());
     }
     if (event instanceof Patched e) {
       NodeManifest m = r.manifest();
@@ -375,20 +423,33 @@ public final class NodeActor
               merge(m.annotations(), e.annotations()),
               m.capacity(),
               m.allocatable());
-      return new Record(patched, r.gpus(), r.config(), r.conditions(), r.bound(), r.events());
+      return new Record(
+          patched, r.gpus(), r.config(), r.conditions(), r.bound(), r.events(), r.unhealthy());
     }
     if (event instanceof PodBound e) {
       Map<String, Bound> bound = new TreeMap<>(r.bound());
       bound.put(e.key().entityId(), new Bound(e.key(), e.spec()));
-      return new Record(r.manifest(), r.gpus(), r.config(), r.conditions(), bound, r.events());
+      return new Record(
+          r.manifest(), r.gpus(), r.config(), r.conditions(), bound, r.events(), r.unhealthy());
     }
     if (event instanceof PodUnbound e) {
       Map<String, Bound> bound = new TreeMap<>(r.bound());
       bound.remove(e.key().entityId());
-      return new Record(r.manifest(), r.gpus(), r.config(), r.conditions(), bound, r.events());
+      return new Record(
+          r.manifest(), r.gpus(), r.config(), r.conditions(), bound, r.events(), r.unhealthy());
     }
     if (event instanceof ConfigResolved e) {
-      return new Record(r.manifest(), r.gpus(), e.config(), e.conditions(), r.bound(), r.events());
+      return new Record(
+          r.manifest(), r.gpus(), e.config(), e.conditions(), r.bound(), r.events(), r.unhealthy());
+    }
+    if (event instanceof GpuHealthChanged e) {
+      List<String> unhealthy = new ArrayList<>(r.unhealthy());
+      unhealthy.remove(e.uuid());
+      if (!e.healthy()) {
+        unhealthy.add(e.uuid());
+      }
+      return new Record(
+          r.manifest(), r.gpus(), r.config(), r.conditions(), r.bound(), r.events(), unhealthy);
     }
     if (event instanceof NodeEventRecorded e) {
       List<EventNote> events = new ArrayList<>(r.events());
@@ -396,7 +457,8 @@ public final class NodeActor
       if (events.size() > MAX_EVENTS) {
         events = events.subList(events.size() - MAX_EVENTS, events.size());
       }
-      return new Record(r.manifest(), r.gpus(), r.config(), r.conditions(), r.bound(), events);
+      return new Record(
+          r.manifest(), r.gpus(), r.config(), r.conditions(), r.bound(), events, r.unhealthy());
     }
     throw new IllegalArgumentException("unknown event " + event);
   }

@@ -133,4 +133,21 @@ class GpuShareServiceTest {
     assertTrue(
         old.conditions().stream().anyMatch(c -> c.type().equals("Interruption.GPUShareReclaim")));
   }
+
+  @Test
+  void an_unhealthy_gpu_takes_no_shares_and_its_return_grants_the_waiting_head() throws Exception {
+    await(service.putNode(node("sick", 2, null)));
+    var node = await(service.setGpuHealth("sick", 1, false));
+    assertEquals("100", node.status().capacity().get("alibabacloud.com/gpu-core.percentage"));
+    assertEquals("Unhealthy", node.gpus().get(1).health());
+    await(service.createPod(pod("sick", "s1", 10, 100)));
+    await(service.createPod(pod("sick", "s2", 10, 100)));
+    assertEquals(0, await(service.demand("default", "s1")).gpu().index());
+    assertEquals("Ready", await(service.demand("default", "s2")).state());
+    node = await(service.setGpuHealth("sick", 1, true));
+    assertEquals("200", node.status().capacity().get("alibabacloud.com/gpu-core.percentage"));
+    PodView s2 = await(service.pod("default", "s2"));
+    assertEquals("Running", s2.state());
+    assertEquals(1, s2.gpu().index());
+  }
 }

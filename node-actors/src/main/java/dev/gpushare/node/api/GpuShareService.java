@@ -41,6 +41,13 @@ public interface GpuShareService {
   CompletionStage<NodeView> patchNode(
       String name, Map<String, String> labels, Map<String, String> annotations);
 
+  /**
+   * Embedded mode: the simulated GPU {@code index} of {@code node} fails ({@code healthy = false})
+   * or comes back. An unhealthy GPU takes no new shares and does not count in the node's percentage
+   * capacity; pods already on it keep their share.
+   */
+  CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy);
+
   /** Embedded mode: create a pod; without {@code nodeName} the embedded scheduler places it. */
   CompletionStage<PodView> createPod(PodManifest manifest);
 
