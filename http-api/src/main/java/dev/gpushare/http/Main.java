@@ -49,6 +49,12 @@ public final class Main {
   private static final Logger LOG = LoggerFactory.getLogger(Main.class);
   private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(10);
 
+  /**
+   * How long recovery and reconciliation may take before the launcher gives up: a start that
+   * never completes must not leave a process that neither listens nor exits.
+   */
+  private static final Duration STARTUP_DEADLINE = Duration.ofMinutes(5);
+
   private Main() {}
 
   public static void main(String[] args) {
@@ -126,7 +132,7 @@ public final class Main {
                       GpuShareRuntime.start(
                           system, prepared.embedded().settings(), prepared.clock()))
               .toCompletableFuture()
-              .get();
+              .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
       HttpApi api =
           new HttpApi(service, JdbcJournalInspector.create(system), prepared.clockAdvanced());
       ServerBinding binding =
@@ -144,7 +150,14 @@ public final class Main {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return fail(system, err, "startup interrupted");
-    } catch (ExecutionException | RuntimeException e) {
+    } catch (TimeoutException e) {
+      return fail(
+          system,
+          err,
+          "startup did not complete within "
+              + STARTUP_DEADLINE.toMinutes()
+              + " minutes (journal recovery and reconciliation); see the log above");
+    } catch (ExecutionException | RuntimeException | LinkageError e) {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
     }

@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes.ConditionNote;
 import dev.gpushare.arbiter.PodNotes.EventNote;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice;
 import java.time.Duration;
@@ -43,7 +44,37 @@ public final class PodActor
 
   public sealed interface Event extends JsonSerializable {}
 
-  public record StatusChanged(PodStatus status) implements Event {}
+  /**
+   * A status the arbiter decided. The event type names the lifecycle step, so that the journal
+   * reads as the pod's history; each carries the whole status.
+   */
+  public sealed interface StatusEvent extends Event {
+    PodStatus status();
+  }
+
+  /** The pod was bound and its spec seen (first status). */
+  public record SpecSeen(PodStatus status) implements StatusEvent {}
+
+  /** Hibernation → Ready. */
+  public record DemandRaised(PodStatus status) implements StatusEvent {}
+
+  /** Ready → Hibernation. */
+  public record DemandWithdrawn(PodStatus status) implements StatusEvent {}
+
+  /** → Running on a device (share-pool grant). */
+  public record Granted(PodStatus status) implements StatusEvent {}
+
+  /** Running → Hibernation. */
+  public record Released(PodStatus status) implements StatusEvent {}
+
+  /** Running → Ready: preempted while it still has demand. */
+  public record Preempted(PodStatus status) implements StatusEvent {}
+
+  /** Pending → Running (static pinning). */
+  public record Pinned(PodStatus status) implements StatusEvent {}
+
+  /** The same state at a newer revision (a re-sync after recovery). */
+  public record StatusSynced(PodStatus status) implements StatusEvent {}
 
   public record EventRecorded(EventNote event) implements Event {}
 
@@ -141,7 +172,7 @@ public final class PodActor
     // Recorded whenever newer, even if nothing users see changed: the revision seen must advance
     // so that a delayed older notice is recognised as stale.
     if (n.status() != null && n.status().revision() > r.revision()) {
-      events.add(new StatusChanged(n.status()));
+      events.add(statusEvent(r.status(), n.status()));
     }
     for (EventNote e : n.events()) {
       if (!r.events().contains(e)) {
@@ -170,6 +201,28 @@ public final class PodActor
         .thenReply(c.replyTo(), after -> Done.getInstance());
   }
 
+  /** The lifecycle step from {@code before} to {@code after}. */
+  static StatusEvent statusEvent(PodStatus before, PodStatus after) {
+    if (before == null) {
+      return new SpecSeen(after);
+    }
+    PodState from = before.state();
+    PodState to = after.state();
+    if (from == to) {
+      return new StatusSynced(after);
+    }
+    if (to == PodState.READY) {
+      return from == PodState.RUNNING ? new Preempted(after) : new DemandRaised(after);
+    }
+    if (to == PodState.RUNNING) {
+      return from == PodState.PENDING ? new Pinned(after) : new Granted(after);
+    }
+    if (to == PodState.HIBERNATION) {
+      return from == PodState.RUNNING ? new Released(after) : new DemandWithdrawn(after);
+    }
+    return new StatusSynced(after);
+  }
+
   private static boolean visiblyChanged(Record before, Record after) {
     return !sameStatus(after.status(), before.status())
         || !after.events().equals(before.events())
@@ -195,7 +248,7 @@ public final class PodActor
   public EventHandler<Record, Event> eventHandler() {
     return newEventHandlerBuilder()
         .forAnyState()
-        .onEvent(StatusChanged.class, (r, e) -> r.withStatus(e.status()))
+        .onEvent(StatusEvent.class, (r, e) -> r.withStatus(e.status()))
         .onEvent(EventRecorded.class, (r, e) -> r.withEvent(e.event()))
         .onEvent(ConditionSet.class, (r, e) -> r.withCondition(e.condition()))
         .onEvent(Deleted.class, (r, e) -> new Record(r.status(), r.events(), r.conditions(), true))

@@ -19,12 +19,17 @@ import dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice;
 import dev.gpushare.node.PodActor.Command;
 import dev.gpushare.node.PodActor.ConditionSet;
 import dev.gpushare.node.PodActor.Deleted;
+import dev.gpushare.node.PodActor.DemandRaised;
 import dev.gpushare.node.PodActor.Event;
 import dev.gpushare.node.PodActor.EventRecorded;
 import dev.gpushare.node.PodActor.GetRecord;
+import dev.gpushare.node.PodActor.Granted;
 import dev.gpushare.node.PodActor.Notice;
+import dev.gpushare.node.PodActor.Preempted;
 import dev.gpushare.node.PodActor.Record;
-import dev.gpushare.node.PodActor.StatusChanged;
+import dev.gpushare.node.PodActor.Released;
+import dev.gpushare.node.PodActor.SpecSeen;
+import dev.gpushare.node.PodActor.StatusSynced;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,7 +122,7 @@ class PodActorTest {
 
     assertEquals(Done.getInstance(), result.reply());
     assertEquals(
-        List.of(new StatusChanged(running), new EventRecorded(event), new ConditionSet(condition)),
+        List.of(new SpecSeen(running), new EventRecorded(event), new ConditionSet(condition)),
         result.events());
     assertEquals(new Record(running, List.of(event), List.of(condition), false), result.state());
   }
@@ -227,6 +232,22 @@ class PodActorTest {
   }
 
   @Test
+  void theJournalNamesEachLifecycleStep() {
+    PodStatus hibernating = status(PodState.HIBERNATION, null, null, 1);
+    PodStatus ready = status(PodState.READY, null, T1, 2);
+    PodStatus running = status(PodState.RUNNING, 1, T1, 3);
+    PodStatus requeued = status(PodState.READY, null, T1, 4);
+    PodStatus granted = status(PodState.RUNNING, 0, T1, 5);
+    PodStatus released = status(PodState.HIBERNATION, null, null, 6);
+    assertEquals(List.of(new SpecSeen(hibernating)), notice(PodNotice.of(hibernating)).events());
+    assertEquals(List.of(new DemandRaised(ready)), notice(PodNotice.of(ready)).events());
+    assertEquals(List.of(new Granted(running)), notice(PodNotice.of(running)).events());
+    assertEquals(List.of(new Preempted(requeued)), notice(PodNotice.of(requeued)).events());
+    assertEquals(List.of(new Granted(granted)), notice(PodNotice.of(granted)).events());
+    assertEquals(List.of(new Released(released)), notice(PodNotice.of(released)).events());
+  }
+
+  @Test
   void aDeletedNoticeMarksThePodDeletedOnce() {
     notice(PodNotice.of(status(PodState.RUNNING, 0, T1, 4)));
     PodStatus gone = new PodStatus(KEY, "n1", SPEC, null, null, null, null, 5);
@@ -234,7 +255,7 @@ class PodActorTest {
     CommandResultWithReply<Command, Event, Record, Done> deleted =
         notice(new PodNotice(gone, List.of(), List.of(), true));
 
-    assertEquals(List.of(new StatusChanged(gone), new Deleted(5)), deleted.events());
+    assertEquals(List.of(new StatusSynced(gone), new Deleted(5)), deleted.events());
     assertTrue(deleted.state().deleted());
     assertEquals(gone, deleted.state().status());
 
