@@ -50,8 +50,8 @@ public final class Main {
   private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(10);
 
   /**
-   * How long recovery and reconciliation may take before the launcher gives up: a start that
-   * never completes must not leave a process that neither listens nor exits.
+   * How long recovery and reconciliation may take before the launcher gives up: a start that never
+   * completes must not leave a process that neither listens nor exits.
    */
   private static final Duration STARTUP_DEADLINE = Duration.ofMinutes(5);
 
