@@ -47,6 +47,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.apache.pekko.Done;
@@ -597,26 +598,25 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .mapMaterializedValue(
             queue -> {
               String ref = p.key().ref();
-              CompletableFuture<Done>[] chain =
-                  new CompletableFuture[] {CompletableFuture.completedFuture(Done.getInstance())};
+              // Views are fetched one after another, so the stream sees changes in order.
+              AtomicReference<CompletableFuture<Done>> chain =
+                  new AtomicReference<>(CompletableFuture.completedFuture(Done.getInstance()));
               Consumer<PodActor.Record> listener =
-                  record -> {
-                    synchronized (chain) {
-                      chain[0] =
-                          chain[0]
-                              .thenCompose(d -> podView(p).toCompletableFuture())
-                              .handle(
-                                  (v, e) -> {
-                                    if (v != null) {
-                                      queue.offer(v);
-                                    }
-                                    if (record.deleted()) {
-                                      queue.complete();
-                                    }
-                                    return Done.getInstance();
-                                  });
-                    }
-                  };
+                  record ->
+                      chain.updateAndGet(
+                          previous ->
+                              previous
+                                  .thenCompose(d -> podView(p).toCompletableFuture())
+                                  .handle(
+                                      (v, e) -> {
+                                        if (v != null) {
+                                          queue.offer(v);
+                                        }
+                                        if (record.deleted()) {
+                                          queue.complete();
+                                        }
+                                        return Done.getInstance();
+                                      }));
               listen(ref, listener);
               queue.watchCompletion().whenComplete((d, e) -> unlisten(ref, listener));
               podView(p)
