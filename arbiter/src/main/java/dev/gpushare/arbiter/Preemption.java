@@ -28,18 +28,25 @@ public final class Preemption {
    */
   static final int SEARCH_BUDGET = 200_000;
 
+  /**
+   * How long after a pod reaches {@code podMaxDurationMinutes} the arbiter looks again: a pod
+   * becomes a candidate only when it has run <em>more</em> than the limit, and Kubernetes shows
+   * times to the second, so one second later.
+   */
+  public static final Duration LOOK_AGAIN_AFTER = Duration.ofSeconds(1);
+
   public static boolean isCandidate(Instant runningSince, Instant now, Duration maxDuration) {
     return Duration.between(runningSince, now).compareTo(maxDuration) > 0;
   }
 
   /**
-   * The earliest instant after {@code now} at which a Running pod becomes a candidate, if any: the
-   * moment the arbiter must look again.
+   * When the arbiter must look again, if ever: {@link #LOOK_AGAIN_AFTER} past the earliest moment
+   * at which a Running pod reaches the limit, and after {@code now}.
    */
   public static Optional<Instant> nextCandidateAt(
       Map<String, Instant> runningSince, Instant now, Duration maxDuration) {
     return runningSince.values().stream()
-        .map(since -> since.plus(maxDuration).plusNanos(1))
+        .map(since -> since.plus(maxDuration).plus(LOOK_AGAIN_AFTER))
         .filter(at -> at.isAfter(now))
         .min(Comparator.naturalOrder());
   }

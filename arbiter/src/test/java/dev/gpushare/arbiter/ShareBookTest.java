@@ -77,7 +77,7 @@ class ShareBookTest {
     book = demand(book, "later", T0.plusSeconds(20));
     Instant atLimit = T0.plus(Duration.ofMinutes(60));
     assertTrue(book.next(atLimit).isEmpty(), "exactly the max duration is not more than it");
-    assertEquals(book.nextTimer(atLimit).orElseThrow(), atLimit.plusNanos(1));
+    assertEquals(book.nextTimer(atLimit).orElseThrow(), atLimit.plusSeconds(1));
     Instant after = atLimit.plusSeconds(1);
     var d = book.next(after).orElseThrow();
     assertEquals(new ShareBook.Preempt(id("new"), 0, List.of(id("old"))), d);
