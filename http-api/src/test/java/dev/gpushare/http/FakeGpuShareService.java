@@ -227,6 +227,21 @@ final class FakeGpuShareService implements GpuShareService {
   }
 
   @Override
+  public CompletionStage<PodView> ensurePod(PodManifest manifest) {
+    return createPod(manifest);
+  }
+
+  @Override
+  public CompletionStage<Boolean> forgetPod(String namespace, String name, String uid) {
+    return answer("forgetPod " + namespace + "/" + name, () -> false);
+  }
+
+  @Override
+  public AutoCloseable subscribe(ChangeListener listener) {
+    return () -> {};
+  }
+
+  @Override
   public CompletionStage<PodView> deletePod(String namespace, String name) {
     return answer(
         "deletePod " + namespace + "/" + name,

@@ -76,6 +76,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private final Map<String, Placed> pods = new ConcurrentHashMap<>();
   private final Set<String> creating = ConcurrentHashMap.newKeySet();
   private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
+  private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
   private volatile boolean ready;
 
   DefaultGpuShareService(
@@ -255,7 +256,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                     .node(name)
                     .<NodeActor.Record>ask(
                         r -> new NodeActor.Register(manifest, devices, r), timeout))
-        .thenCompose(record -> syncArbiter(name, record).thenApply(d -> record));
+        .thenCompose(record -> syncArbiter(name, record).thenApply(d -> record))
+        .whenComplete((r, e) -> nodeChanged(name));
   }
 
   /** GPUs described to their actors, the arbiter told the GPUs and the config in force. */
@@ -292,6 +294,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                     .<NodeActor.Record>ask(
                         r -> new NodeActor.Patch(labels, annotations, r), timeout))
         .thenCompose(record -> syncArbiter(name, record))
+        .whenComplete((r, e) -> nodeChanged(name))
         .thenCompose(d -> nodeView(name));
   }
 
@@ -330,6 +333,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                                   timeout));
             })
         .thenCompose(record -> syncArbiter(node, record))
+        .whenComplete((r, e) -> nodeChanged(node))
         .thenCompose(d -> nodeView(node));
   }
 
@@ -467,35 +471,75 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                 Kind kind = "INVALID".equals(reply.error()) ? Kind.INVALID : Kind.CONFLICT;
                 throw ServiceException.of(kind, reply.reason());
               }
+              nodeChanged(node);
               return syncArbiter(node, reply.record()).thenApply(d -> node);
             });
   }
 
   @Override
   public CompletionStage<PodView> deletePod(String namespace, String name) {
-    return placed(namespace, name)
+    return placed(namespace, name).thenCompose(this::delete);
+  }
+
+  private CompletionStage<PodView> delete(Placed p) {
+    return podView(p)
         .thenCompose(
-            p ->
-                podView(p)
+            last ->
+                entities
+                    .node(p.node())
+                    .<NodeActor.Record>ask(r -> new NodeActor.Unbind(p.key(), r), timeout)
                     .thenCompose(
-                        last ->
-                            entities
-                                .node(p.node())
-                                .<NodeActor.Record>ask(
-                                    r -> new NodeActor.Unbind(p.key(), r), timeout)
-                                .thenCompose(
-                                    record ->
-                                        arbiterAsk(
-                                                p.node(),
-                                                r ->
-                                                    new NodeArbiter.RemovePod(
-                                                        p.key().entityId(), r))
-                                            .thenCompose(o -> syncArbiter(p.node(), record)))
-                                .thenApply(
-                                    d -> {
-                                      pods.remove(p.key().ref(), p);
-                                      return last;
-                                    })));
+                        record ->
+                            arbiterAsk(
+                                    p.node(), r -> new NodeArbiter.RemovePod(p.key().entityId(), r))
+                                .thenCompose(o -> syncArbiter(p.node(), record)))
+                    .thenApply(
+                        d -> {
+                          pods.remove(p.key().ref(), p);
+                          nodeChanged(p.node());
+                          return last;
+                        }));
+  }
+
+  @Override
+  public CompletionStage<PodView> ensurePod(PodManifest manifest) {
+    String namespace =
+        manifest.namespace() == null || manifest.namespace().isEmpty()
+            ? "default"
+            : manifest.namespace();
+    Placed known = pods.get(namespace + "/" + manifest.name());
+    if (known == null) {
+      return createPod(manifest);
+    }
+    if (manifest.uid() == null || known.key().uid().equals(manifest.uid())) {
+      return podView(known);
+    }
+    return delete(known).thenCompose(gone -> createPod(manifest));
+  }
+
+  @Override
+  public CompletionStage<Boolean> forgetPod(String namespace, String name, String uid) {
+    Placed known = pods.get(namespace + "/" + name);
+    if (known == null || (uid != null && !known.key().uid().equals(uid))) {
+      return CompletableFuture.completedFuture(false);
+    }
+    return delete(known).thenApply(last -> true);
+  }
+
+  @Override
+  public AutoCloseable subscribe(ChangeListener listener) {
+    subscribers.add(listener);
+    return () -> subscribers.remove(listener);
+  }
+
+  private void nodeChanged(String node) {
+    for (ChangeListener l : subscribers) {
+      try {
+        l.nodeChanged(node);
+      } catch (RuntimeException e) {
+        system.log().warn("a change listener failed on node {}: {}", node, e.toString());
+      }
+    }
   }
 
   @Override
@@ -634,6 +678,13 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public void changed(PodKey key, PodActor.Record record) {
+    for (ChangeListener l : subscribers) {
+      try {
+        l.podChanged(key.namespace(), key.name(), record.deleted());
+      } catch (RuntimeException e) {
+        system.log().warn("a change listener failed on pod {}: {}", key.ref(), e.toString());
+      }
+    }
     List<Consumer<PodActor.Record>> list = listeners.get(key.ref());
     if (list != null) {
       list.forEach(l -> l.accept(record));

@@ -72,6 +72,33 @@ public interface GpuShareService {
   /** Data plane: the pod's view now and after every change; completes when the pod is deleted. */
   Source<PodView, NotUsed> watch(String namespace, String name);
 
+  /**
+   * Kubernetes mode: make the pod known exactly as the API server has it — created if absent, left
+   * alone when the same uid is already known (a relist or resync is harmless), and replaced when a
+   * pod of the same name but another uid is known (deleted and recreated meanwhile).
+   */
+  CompletionStage<PodView> ensurePod(PodManifest manifest);
+
+  /**
+   * Kubernetes mode: forget the pod if it is the one with {@code uid} ({@code null}: whatever uid);
+   * answers whether a pod was removed. Unknown pods are no error (a delete seen twice).
+   */
+  CompletionStage<Boolean> forgetPod(String namespace, String name, String uid);
+
+  /**
+   * Hears of every change users could see in Kubernetes: a node's labels, config, conditions or
+   * GPUs, and a pod's state, device, Events or conditions. Calls come from internal threads and
+   * must return quickly; {@code close()} the handle to stop.
+   */
+  AutoCloseable subscribe(ChangeListener listener);
+
+  /** See {@link #subscribe}. */
+  interface ChangeListener {
+    void nodeChanged(String node);
+
+    void podChanged(String namespace, String name, boolean deleted);
+  }
+
   ClockView clock();
 
   /**
