@@ -1,0 +1,903 @@
+package dev.gpushare.e2e;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.annotation.JsonAnyGetter;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MappingIterator;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.typesafe.config.ConfigFactory;
+import dev.gpushare.http.EmbeddedConfig;
+import io.fabric8.kubernetes.api.model.Capabilities;
+import io.fabric8.kubernetes.api.model.ConfigMap;
+import io.fabric8.kubernetes.api.model.Container;
+import io.fabric8.kubernetes.api.model.ContainerPort;
+import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.GenericKubernetesResource;
+import io.fabric8.kubernetes.api.model.HasMetadata;
+import io.fabric8.kubernetes.api.model.IntOrString;
+import io.fabric8.kubernetes.api.model.Namespaced;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.SecurityContext;
+import io.fabric8.kubernetes.api.model.Service;
+import io.fabric8.kubernetes.api.model.ServiceAccount;
+import io.fabric8.kubernetes.api.model.ServicePort;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhook;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.MutatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.RuleWithOperations;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ServiceReference;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhook;
+import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
+import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyEgressRule;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule;
+import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyPort;
+import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
+import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
+import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.Node;
+import org.w3c.dom.NodeList;
+
+/**
+ * The kustomize base in {@code deploy/} (issue 3): every manifest parses into fabric8's typed model
+ * with no field that model does not know, the facts the arbiter relies on hold (webhook scope and
+ * failure policy, least-privilege RBAC, the DaemonSet's security and reservation, the TLS chain,
+ * the image Jib builds), and {@code kubectl kustomize deploy/} renders every object where kubectl
+ * is installed.
+ */
+class DeployManifestsTest {
+
+  /** Surefire runs in {@code src-test/}; the manifests live beside it. */
+  static final Path DEPLOY = Path.of("..", "deploy").toAbsolutePath().normalize();
+
+  static final Path JIB_POM = DEPLOY.resolveSibling("http-api").resolve("pom.xml");
+
+  static final String NS = "gpushare-system";
+  static final String CERT_MANAGER = "cert-manager.io";
+
+  /** API groups whose kinds fabric8 models; an object of any other group needs a check here. */
+  static final Set<String> TYPED_GROUPS =
+      Set.of(
+          "",
+          "apps",
+          "rbac.authorization.k8s.io",
+          "policy",
+          "networking.k8s.io",
+          "admissionregistration.k8s.io");
+
+  /** The reference GPU-HPN node (SPEC §2): its GPU count sizes the DaemonSet's reservation. */
+  static final int REFERENCE_GPUS = 16;
+
+  static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+  static final KubernetesSerialization K8S = new KubernetesSerialization();
+
+  /** One YAML document of a manifest file. */
+  record Doc(Path file, JsonNode tree) {
+    String apiVersion() {
+      return tree.path("apiVersion").asText();
+    }
+
+    String group() {
+      String v = apiVersion();
+      return v.contains("/") ? v.substring(0, v.indexOf('/')) : "";
+    }
+
+    String kind() {
+      return tree.path("kind").asText();
+    }
+
+    String name() {
+      return tree.path("metadata").path("name").asText();
+    }
+
+    String namespace() {
+      return tree.path("metadata").path("namespace").asText(null);
+    }
+
+    String key() {
+      return kind() + "/" + (namespace() == null ? "" : namespace() + "/") + name();
+    }
+  }
+
+  static List<Path> manifestFiles;
+  static List<Doc> docs;
+
+  @BeforeAll
+  static void readManifests() throws IOException {
+    assertTrue(Files.isDirectory(DEPLOY), DEPLOY + " is missing");
+    try (Stream<Path> files = Files.list(DEPLOY)) {
+      manifestFiles =
+          files
+              .filter(p -> p.getFileName().toString().endsWith(".yaml"))
+              .filter(p -> !p.getFileName().toString().equals("kustomization.yaml"))
+              .sorted()
+              .toList();
+    }
+    assertFalse(manifestFiles.isEmpty(), "no manifest in " + DEPLOY);
+    List<Doc> all = new ArrayList<>();
+    for (Path file : manifestFiles) {
+      List<JsonNode> trees = yamlDocuments(Files.readString(file));
+      assertEquals(1, trees.size(), file.getFileName() + ": one object per file");
+      trees.forEach(t -> all.add(new Doc(file, t)));
+    }
+    docs = List.copyOf(all);
+  }
+
+  // ---------------------------------------------------------------- parsing and kustomization
+
+  @Test
+  void kustomizationListsEveryManifestFileAndNothingElse() throws IOException {
+    JsonNode k = YAML.readTree(DEPLOY.resolve("kustomization.yaml").toFile());
+    assertEquals("Kustomization", k.path("kind").asText());
+    assertEquals(NS, k.path("namespace").asText());
+    Set<String> listed = new TreeSet<>();
+    k.path("resources").forEach(r -> assertTrue(listed.add(r.asText()), "listed twice: " + r));
+    Set<String> present =
+        manifestFiles.stream()
+            .map(p -> p.getFileName().toString())
+            .collect(Collectors.toCollection(TreeSet::new));
+    assertEquals(present, listed, "kustomization.yaml resources vs deploy/*.yaml");
+  }
+
+  @Test
+  void everyObjectParsesIntoFabric8sTypedModelWithoutUnknownFields() {
+    for (Doc d : docs) {
+      String where = d.file().getFileName() + " (" + d.key() + ")";
+      if (d.group().equals(CERT_MANAGER)) {
+        GenericKubernetesResource r = K8S.convertValue(d.tree(), GenericKubernetesResource.class);
+        assertEquals("cert-manager.io/v1", r.getApiVersion(), where);
+        assertTrue(Set.of("Issuer", "Certificate").contains(r.getKind()), where);
+        continue;
+      }
+      assertTrue(
+          TYPED_GROUPS.contains(d.group()),
+          where + ": API group '" + d.group() + "' is not checked by this test; add it");
+      HasMetadata typed = typed(d);
+      assertEquals(List.of(), unknownFields(typed), where + ": fields fabric8 does not know");
+    }
+  }
+
+  @Test
+  void theUnknownFieldCheckCatchesAMisspelledField() {
+    ObjectNode ds = (ObjectNode) doc("DaemonSet", "gpushare").tree().deepCopy();
+    ObjectNode container =
+        (ObjectNode) ds.path("spec").path("template").path("spec").path("containers").get(0);
+    container.set("securityContxt", container.remove("securityContext"));
+    assertEquals(
+        List.of("$.spec.template.spec.containers[0].securityContxt"),
+        unknownFields(typed(new Doc(DEPLOY.resolve("daemonset.yaml"), ds))));
+  }
+
+  @Test
+  void namespacedObjectsLiveInTheArbitersNamespaceAndClusterScopedOnesInNone() {
+    for (Doc d : docs) {
+      boolean namespaced = d.group().equals(CERT_MANAGER) || typed(d) instanceof Namespaced;
+      if (namespaced) {
+        assertEquals(NS, d.namespace(), d.key());
+      } else {
+        assertNull(d.namespace(), d.key() + " is cluster-scoped");
+      }
+    }
+    assertEquals(NS, doc("Namespace", NS).name());
+  }
+
+  // ---------------------------------------------------------------- admission webhooks
+
+  @Test
+  void webhooksSeeOnlySharingPodsOnCreateAndFailClosed() {
+    MutatingWebhookConfiguration m = typed(doc("MutatingWebhookConfiguration", "gpushare"));
+    ValidatingWebhookConfiguration v = typed(doc("ValidatingWebhookConfiguration", "gpushare"));
+    assertEquals(1, m.getWebhooks().size());
+    assertEquals(1, v.getWebhooks().size());
+    MutatingWebhook mw = m.getWebhooks().get(0);
+    ValidatingWebhook vw = v.getWebhooks().get(0);
+
+    assertEquals("IfNeeded", mw.getReinvocationPolicy());
+    record Hook(
+        String name,
+        List<String> versions,
+        String sideEffects,
+        String failurePolicy,
+        Integer timeout,
+        Map<String, String> objectLabels,
+        List<RuleWithOperations> rules,
+        io.fabric8.kubernetes.api.model.LabelSelector namespaces,
+        ServiceReference service) {}
+    List<Hook> hooks =
+        List.of(
+            new Hook(
+                "/admission/mutate",
+                mw.getAdmissionReviewVersions(),
+                mw.getSideEffects(),
+                mw.getFailurePolicy(),
+                mw.getTimeoutSeconds(),
+                mw.getObjectSelector().getMatchLabels(),
+                mw.getRules(),
+                mw.getNamespaceSelector(),
+                mw.getClientConfig().getService()),
+            new Hook(
+                "/admission/validate",
+                vw.getAdmissionReviewVersions(),
+                vw.getSideEffects(),
+                vw.getFailurePolicy(),
+                vw.getTimeoutSeconds(),
+                vw.getObjectSelector().getMatchLabels(),
+                vw.getRules(),
+                vw.getNamespaceSelector(),
+                vw.getClientConfig().getService()));
+    for (Hook h : hooks) {
+      assertEquals(List.of("v1"), h.versions(), h.name());
+      assertEquals("None", h.sideEffects(), h.name());
+      assertEquals("Fail", h.failurePolicy(), h.name());
+      assertEquals(5, h.timeout(), h.name());
+      assertEquals(Map.of(Manifests.COMPUTE_CLASS, "gpu-hpn"), h.objectLabels(), h.name());
+      assertEquals(1, h.rules().size(), h.name());
+      RuleWithOperations rule = h.rules().get(0);
+      assertEquals(List.of("CREATE"), rule.getOperations(), h.name());
+      assertEquals(List.of(""), rule.getApiGroups(), h.name());
+      assertEquals(List.of("v1"), rule.getApiVersions(), h.name());
+      assertEquals(List.of("pods"), rule.getResources(), h.name());
+      assertEquals(1, h.namespaces().getMatchExpressions().size(), h.name());
+      var exclude = h.namespaces().getMatchExpressions().get(0);
+      assertEquals("kubernetes.io/metadata.name", exclude.getKey(), h.name());
+      assertEquals("NotIn", exclude.getOperator(), h.name());
+      assertEquals(List.of(NS), exclude.getValues(), h.name());
+      assertEquals("gpushare", h.service().getName(), h.name());
+      assertEquals(NS, h.service().getNamespace(), h.name());
+      assertEquals(h.name(), h.service().getPath());
+      assertEquals(443, h.service().getPort(), h.name());
+    }
+
+    // The webhook Service forwards 443 to the DaemonSet's webhook port, the one --webhook-port
+    // opens.
+    Service svc = typed(doc("Service", "gpushare"));
+    ServicePort port = servicePort(svc, 443);
+    assertEquals(8443, containerPort(port.getTargetPort()));
+    assertEquals("8443", argValue("--webhook-port"));
+    assertEquals(daemonSetSelector(), svc.getSpec().getSelector());
+  }
+
+  // ---------------------------------------------------------------- TLS
+
+  @Test
+  void certManagerIssuesTheServingCertificateTheDaemonSetMountsAndInjectsItsCa() {
+    GenericKubernetesResource selfSigned = generic("Issuer", "gpushare-selfsigned");
+    assertNotNull(selfSigned.get("spec", "selfSigned"), "self-signed issuer");
+
+    GenericKubernetesResource ca = generic("Certificate", "gpushare-ca");
+    assertEquals(Boolean.TRUE, ca.get("spec", "isCA"));
+    assertEquals("Issuer", ca.get("spec", "issuerRef", "kind"));
+    assertEquals(selfSigned.getMetadata().getName(), ca.get("spec", "issuerRef", "name"));
+
+    GenericKubernetesResource caIssuer = generic("Issuer", "gpushare-ca");
+    assertEquals(ca.<String>get("spec", "secretName"), caIssuer.get("spec", "ca", "secretName"));
+
+    GenericKubernetesResource serving = generic("Certificate", "gpushare-webhook");
+    assertEquals("Issuer", serving.get("spec", "issuerRef", "kind"));
+    assertEquals(caIssuer.getMetadata().getName(), serving.get("spec", "issuerRef", "name"));
+    List<String> dnsNames = serving.get("spec", "dnsNames");
+    assertTrue(dnsNames.contains("gpushare." + NS + ".svc"), dnsNames.toString());
+    // Java reads PKCS#8 PEM keys without extra libraries.
+    assertEquals("PKCS8", serving.get("spec", "privateKey", "encoding"));
+    List<String> usages = serving.get("spec", "usages");
+    assertTrue(usages.contains("server auth"), usages.toString());
+
+    String secretName = serving.get("spec", "secretName");
+    Volume tls = volumeMountedAt(parent(argValue("--tls-cert")));
+    assertEquals(secretName, tls.getSecret().getSecretName());
+    assertEquals(parent(argValue("--tls-cert")), parent(argValue("--tls-key")));
+    assertEquals("tls.crt", Path.of(argValue("--tls-cert")).getFileName().toString());
+    assertEquals("tls.key", Path.of(argValue("--tls-key")).getFileName().toString());
+
+    String injectFrom = NS + "/" + serving.getMetadata().getName();
+    for (String kind : List.of("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")) {
+      HasMetadata hook = typed(doc(kind, "gpushare"));
+      assertEquals(
+          injectFrom,
+          hook.getMetadata().getAnnotations().get("cert-manager.io/inject-ca-from"),
+          kind);
+    }
+  }
+
+  @Test
+  void theBootstrapScriptWithoutCertManagerWritesTheSameSecretAndPatchesBothWebhooks()
+      throws IOException {
+    Path script = DEPLOY.resolve("bootstrap-tls.sh");
+    assertTrue(Files.isRegularFile(script), script + " is missing");
+    assertTrue(Files.isExecutable(script), script + " is not executable");
+    String text = Files.readString(script);
+    String secretName = generic("Certificate", "gpushare-webhook").get("spec", "secretName");
+    for (String expected :
+        List.of(
+            "TLS_SECRET=" + secretName,
+            "NS=" + NS,
+            "SVC=gpushare",
+            "WEBHOOK=gpushare",
+            "mutatingwebhookconfiguration",
+            "validatingwebhookconfiguration",
+            "/webhooks/0/clientConfig/caBundle",
+            "genpkey")) {
+      assertTrue(text.contains(expected), "bootstrap-tls.sh lacks " + expected);
+    }
+  }
+
+  // ---------------------------------------------------------------- RBAC
+
+  @Test
+  void rbacGrantsExactlyTheDocumentedVerbsEachWithAReason() throws IOException {
+    ClusterRole role = typed(doc("ClusterRole", "gpushare"));
+    Map<String, Set<String>> granted = new TreeMap<>();
+    for (PolicyRule rule : role.getRules()) {
+      assertTrue(rule.getResourceNames().isEmpty(), "resourceNames: " + rule);
+      assertTrue(rule.getNonResourceURLs().isEmpty(), "nonResourceURLs: " + rule);
+      for (String group : rule.getApiGroups()) {
+        for (String resource : rule.getResources()) {
+          granted
+              .computeIfAbsent(group + "/" + resource, k -> new TreeSet<>())
+              .addAll(rule.getVerbs());
+        }
+      }
+    }
+    Map<String, Set<String>> documented =
+        Map.of(
+            "/nodes", Set.of("get", "list", "watch"),
+            "/nodes/status", Set.of("get", "update", "patch"),
+            "/pods", Set.of("get", "list", "watch", "patch"),
+            "/pods/status", Set.of("update", "patch"),
+            "events.k8s.io/events", Set.of("create", "patch"));
+    assertEquals(new TreeMap<>(documented), granted);
+
+    // Every rule is preceded by the comment that says why it is needed.
+    List<String> lines = Files.readAllLines(DEPLOY.resolve("clusterrole.yaml"));
+    for (int i = 0; i < lines.size(); i++) {
+      if (lines.get(i).startsWith("- apiGroups:")) {
+        assertTrue(lines.get(i - 1).startsWith("#"), "rule at line " + (i + 1) + " has no reason");
+      }
+    }
+
+    ClusterRoleBinding binding = typed(doc("ClusterRoleBinding", "gpushare"));
+    assertEquals("ClusterRole", binding.getRoleRef().getKind());
+    assertEquals(role.getMetadata().getName(), binding.getRoleRef().getName());
+    assertEquals(1, binding.getSubjects().size());
+    var subject = binding.getSubjects().get(0);
+    ServiceAccount sa = typed(doc("ServiceAccount", "gpushare"));
+    assertEquals("ServiceAccount", subject.getKind());
+    assertEquals(sa.getMetadata().getName(), subject.getName());
+    assertEquals(NS, subject.getNamespace());
+    assertEquals(sa.getMetadata().getName(), podSpec().getServiceAccountName());
+  }
+
+  // ---------------------------------------------------------------- DaemonSet
+
+  @Test
+  void oneMemberPerGpuHpnNodeUpdatedOneNodeAtATime() {
+    DaemonSet ds = typed(doc("DaemonSet", "gpushare"));
+    PodSpec pod = podSpec();
+    assertEquals(Map.of("alibabacloud.com/node-type", "reserved"), pod.getNodeSelector());
+    assertEquals("system-node-critical", pod.getPriorityClassName());
+    assertEquals("RollingUpdate", ds.getSpec().getUpdateStrategy().getType());
+    assertEquals(
+        new IntOrString(1),
+        ds.getSpec().getUpdateStrategy().getRollingUpdate().getMaxUnavailable());
+    assertEquals(ds.getSpec().getSelector().getMatchLabels(), daemonSetSelector());
+    daemonSetSelector()
+        .forEach(
+            (k, v) -> assertEquals(v, ds.getSpec().getTemplate().getMetadata().getLabels().get(k)));
+  }
+
+  @Test
+  void theArbiterContainerGetsWhatNvmlNeedsAndNothingMore() {
+    PodSpec pod = podSpec();
+    assertNotEquals(Boolean.TRUE, pod.getHostNetwork(), "hostNetwork");
+    assertNotEquals(Boolean.TRUE, pod.getHostPID(), "hostPID");
+    assertNotEquals(Boolean.TRUE, pod.getHostIPC(), "hostIPC");
+    assertEquals(Boolean.TRUE, pod.getSecurityContext().getRunAsNonRoot());
+    assertEquals("RuntimeDefault", pod.getSecurityContext().getSeccompProfile().getType());
+
+    Container c = arbiter();
+    SecurityContext sc = c.getSecurityContext();
+    assertNotEquals(Boolean.TRUE, sc.getPrivileged(), "privileged");
+    assertEquals(Boolean.FALSE, sc.getAllowPrivilegeEscalation());
+    assertEquals(Boolean.TRUE, sc.getReadOnlyRootFilesystem());
+    assertEquals(Boolean.TRUE, sc.getRunAsNonRoot());
+    assertEquals(List.of("ALL"), sc.getCapabilities().getDrop());
+    assertTrue(sc.getCapabilities().getAdd().isEmpty(), "capabilities added");
+
+    assertEquals("all", env(c, "NVIDIA_VISIBLE_DEVICES"));
+    assertEquals("utility", env(c, "NVIDIA_DRIVER_CAPABILITIES"));
+
+    // The one init container hands the journal directory to the arbiter's uid, and may do that
+    // only.
+    for (Container init : pod.getInitContainers()) {
+      SecurityContext isc = init.getSecurityContext();
+      assertNotEquals(Boolean.TRUE, isc.getPrivileged(), init.getName());
+      assertEquals(Boolean.FALSE, isc.getAllowPrivilegeEscalation(), init.getName());
+      Capabilities caps = isc.getCapabilities();
+      assertEquals(List.of("ALL"), caps.getDrop(), init.getName());
+      assertTrue(Set.of("CHOWN", "FOWNER").containsAll(caps.getAdd()), init.getName());
+      assertEquals(
+          Set.of(argValue("--data")),
+          init.getVolumeMounts().stream()
+              .map(VolumeMount::getMountPath)
+              .collect(Collectors.toSet()));
+    }
+
+    // No container holds a GPU: that would make the member an exclusive-GPU pod (SPEC §2).
+    for (Container any : allContainers()) {
+      for (Map<String, Quantity> q :
+          List.of(any.getResources().getRequests(), any.getResources().getLimits())) {
+        assertFalse(
+            q != null && q.containsKey("nvidia.com/gpu"), any.getName() + " asks for a GPU");
+      }
+    }
+
+    // The only host path is the journal: no /dev, no driver directory.
+    List<Volume> hostPaths =
+        pod.getVolumes().stream().filter(v -> v.getHostPath() != null).toList();
+    assertEquals(1, hostPaths.size(), "host paths: " + hostPaths);
+    assertEquals("/var/lib/gpushare", hostPaths.get(0).getHostPath().getPath());
+    assertEquals(hostPaths.get(0), volumeMountedAt(argValue("--data")));
+  }
+
+  @Test
+  void theRequestsAreTheSharingModulesReservationForTheReferenceNode() {
+    Map<String, Quantity> requests = arbiter().getResources().getRequests();
+    assertEquals(0, requests.get("cpu").getNumericalAmount().compareTo(new BigDecimal(32)));
+    assertEquals(
+        0,
+        requests
+            .get("memory")
+            .getNumericalAmount()
+            .compareTo(BigDecimal.valueOf(160L).multiply(BigDecimal.valueOf(1L << 30))));
+    // The same figures as the launcher's reservation per GPU (SPEC §2), for 16 GPUs.
+    var reserved = launcherConfig().settings().reservedPerGpu();
+    BigDecimal gpus = BigDecimal.valueOf(REFERENCE_GPUS);
+    assertEquals(
+        0,
+        new Quantity(reserved.cpu())
+            .getNumericalAmount()
+            .multiply(gpus)
+            .compareTo(requests.get("cpu").getNumericalAmount()));
+    assertEquals(
+        0,
+        new Quantity(reserved.memory())
+            .getNumericalAmount()
+            .multiply(gpus)
+            .compareTo(requests.get("memory").getNumericalAmount()));
+  }
+
+  @Test
+  void theLauncherIsStartedInKubernetesModeWithItsNodeAndItsFiles() {
+    Container c = arbiter();
+    assertTrue(c.getArgs().contains("--kubernetes"), c.getArgs().toString());
+    assertEquals("/var/lib/gpushare", argValue("--data"));
+    assertEquals("0.0.0.0", argValue("--host"));
+    assertEquals("8080", argValue("--port"));
+    assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"));
+    assertEquals("metadata.name", fieldRef(c, "POD_NAME"));
+    assertEquals("metadata.namespace", fieldRef(c, "POD_NAMESPACE"));
+
+    assertEquals("/healthz", c.getLivenessProbe().getHttpGet().getPath());
+    assertEquals("/readyz", c.getReadinessProbe().getHttpGet().getPath());
+    assertEquals(8080, containerPort(c.getLivenessProbe().getHttpGet().getPort()));
+    assertEquals(8080, containerPort(c.getReadinessProbe().getHttpGet().getPort()));
+    Set<Integer> ports =
+        c.getPorts().stream().map(ContainerPort::getContainerPort).collect(Collectors.toSet());
+    assertEquals(Set.of(8080, 8443), ports);
+
+    // --config names a key of the ConfigMap, mounted where the flag points.
+    Path config = Path.of(argValue("--config"));
+    ConfigMap cm = typed(doc("ConfigMap", "gpushare-config"));
+    assertEquals(
+        cm.getMetadata().getName(),
+        volumeMountedAt(config.getParent().toString()).getConfigMap().getName());
+    assertTrue(
+        cm.getData().containsKey(config.getFileName().toString()),
+        cm.getData().keySet().toString());
+
+    Service api = typed(doc("Service", "gpushare"));
+    assertEquals(8080, containerPort(servicePort(api, 8080).getTargetPort()));
+    Service local = typed(doc("Service", "gpushare-node"));
+    assertEquals("Local", local.getSpec().getInternalTrafficPolicy());
+    assertEquals(8080, containerPort(servicePort(local, 8080).getTargetPort()));
+    assertEquals(daemonSetSelector(), local.getSpec().getSelector());
+  }
+
+  @Test
+  void theConfigMapIsAcceptedByTheLauncherAndHasNoSimulatedNodes() {
+    var settings = launcherConfig().settings();
+    assertEquals(List.of(), settings.nodes(), "Kubernetes mode: nodes come from the informers");
+  }
+
+  // ---------------------------------------------------------------- disruption and network
+
+  @Test
+  void evictionsNeverTakeTheLastMember() {
+    PodDisruptionBudget pdb = typed(doc("PodDisruptionBudget", "gpushare"));
+    // For DaemonSet pods Kubernetes honours only an integer minAvailable: maxUnavailable needs a
+    // scale subresource, and without one the disruption controller refuses every eviction.
+    assertNull(pdb.getSpec().getMaxUnavailable());
+    assertEquals(new IntOrString(1), pdb.getSpec().getMinAvailable());
+    assertEquals("AlwaysAllow", pdb.getSpec().getUnhealthyPodEvictionPolicy());
+    assertEquals(daemonSetSelector(), pdb.getSpec().getSelector().getMatchLabels());
+  }
+
+  @Test
+  void networkPolicyOpensTheWebhookToAllAndTheApiToTheClusterAndEgressToDnsAndTheApiServer() {
+    NetworkPolicy np = typed(doc("NetworkPolicy", "gpushare"));
+    assertEquals(daemonSetSelector(), np.getSpec().getPodSelector().getMatchLabels());
+    assertEquals(Set.of("Ingress", "Egress"), Set.copyOf(np.getSpec().getPolicyTypes()));
+
+    List<NetworkPolicyIngressRule> ingress = np.getSpec().getIngress();
+    NetworkPolicyIngressRule webhook = ingressFor(ingress, 8443);
+    assertTrue(webhook.getFrom().isEmpty(), "8443 must be open to any source: " + webhook);
+    NetworkPolicyIngressRule api = ingressFor(ingress, 8080);
+    assertEquals(1, api.getFrom().size());
+    assertNotNull(api.getFrom().get(0).getNamespaceSelector(), "8080 from the cluster's pods");
+    assertNull(api.getFrom().get(0).getIpBlock());
+    assertEquals(2, ingress.size(), "no other ingress: " + ingress);
+
+    Set<String> egress = new TreeSet<>();
+    for (NetworkPolicyEgressRule rule : np.getSpec().getEgress()) {
+      for (NetworkPolicyPort p : rule.getPorts()) {
+        egress.add(p.getProtocol() + "/" + p.getPort().getIntVal());
+      }
+    }
+    assertEquals(Set.of("UDP/53", "TCP/53", "TCP/443", "TCP/6443"), egress);
+  }
+
+  // ---------------------------------------------------------------- the image
+
+  @Test
+  void jibBuildsTheImageTheDaemonSetRunsAndIsBoundToNoPhase() throws Exception {
+    DocumentBuilderFactory f = DocumentBuilderFactory.newInstance();
+    f.setFeature("http://apache.org/xml/features/disallow-doctype-decl", true);
+    Document pom = f.newDocumentBuilder().parse(JIB_POM.toFile());
+    Element jib = null;
+    NodeList plugins = pom.getElementsByTagName("plugin");
+    for (int i = 0; i < plugins.getLength(); i++) {
+      Element p = (Element) plugins.item(i);
+      if ("jib-maven-plugin".equals(childText(p, "artifactId"))) {
+        jib = p;
+      }
+    }
+    assertNotNull(jib, "http-api/pom.xml has no jib-maven-plugin");
+    assertEquals("com.google.cloud.tools", childText(jib, "groupId"));
+    assertNull(child(jib, "executions"), "a bound Jib goal would need a registry in every build");
+    Element conf = child(jib, "configuration");
+    Element container = child(conf, "container");
+    assertEquals("eclipse-temurin:17-jre", childText(child(conf, "from"), "image"));
+    assertEquals("dev.gpushare.http.Main", childText(container, "mainClass"));
+    assertTrue(childText(container, "user").startsWith("65532"), "image user");
+    Set<String> exposed = new TreeSet<>();
+    NodeList ports = child(container, "ports").getElementsByTagName("port");
+    for (int i = 0; i < ports.getLength(); i++) {
+      exposed.add(ports.item(i).getTextContent().strip());
+    }
+    assertEquals(Set.of("8080", "8443"), exposed);
+
+    String image = childText(child(conf, "to"), "image");
+    for (Container c : allContainers()) {
+      assertEquals(image, c.getImage(), c.getName());
+    }
+    assertEquals(
+        podSpec().getSecurityContext().getRunAsUser(),
+        Long.valueOf(childText(container, "user").split(":")[0]));
+  }
+
+  // ---------------------------------------------------------------- kubectl kustomize
+
+  @Test
+  void kubectlKustomizeRendersEveryObject() throws Exception {
+    Optional<Path> kubectl = onPath("kubectl");
+    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
+    Path out = Files.createTempFile("kustomize", ".yaml");
+    Path err = Files.createTempFile("kustomize", ".err");
+    try {
+      Process p =
+          new ProcessBuilder(kubectl.get().toString(), "kustomize", DEPLOY.toString())
+              .redirectOutput(out.toFile())
+              .redirectError(err.toFile())
+              .start();
+      if (!p.waitFor(60, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        fail("kubectl kustomize did not finish within 60 s");
+      }
+      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
+      List<Doc> rendered =
+          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
+      Set<String> expected = new TreeSet<>();
+      docs.forEach(d -> expected.add(d.key()));
+      Set<String> actual = new TreeSet<>();
+      rendered.forEach(d -> assertTrue(actual.add(d.key()), "rendered twice: " + d.key()));
+      assertEquals(expected, actual);
+      for (Doc d : rendered) {
+        if (!d.group().equals(CERT_MANAGER)) {
+          assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
+        }
+      }
+    } finally {
+      Files.deleteIfExists(out);
+      Files.deleteIfExists(err);
+    }
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  static List<JsonNode> yamlDocuments(String text) throws IOException {
+    List<JsonNode> out = new ArrayList<>();
+    try (MappingIterator<JsonNode> it = YAML.readerFor(JsonNode.class).readValues(text)) {
+      while (it.hasNext()) {
+        JsonNode n = it.next();
+        if (n != null && !n.isNull() && !n.isMissingNode() && !n.isEmpty()) {
+          out.add(n);
+        }
+      }
+    }
+    return out;
+  }
+
+  static Doc doc(String kind, String name) {
+    return docs.stream()
+        .filter(d -> d.kind().equals(kind) && d.name().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no " + kind + " " + name + " in " + DEPLOY));
+  }
+
+  /** The object in fabric8's typed model; a kind fabric8 does not model fails. */
+  @SuppressWarnings("unchecked")
+  static <T extends HasMetadata> T typed(Doc d) {
+    Object o;
+    try {
+      o = K8S.unmarshal(Api.JSON.writeValueAsString(d.tree()));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    assertFalse(
+        o instanceof GenericKubernetesResource,
+        d.key() + ": " + d.apiVersion() + " " + d.kind() + " is not a kind fabric8 models");
+    return (T) o;
+  }
+
+  static GenericKubernetesResource generic(String kind, String name) {
+    return K8S.convertValue(doc(kind, name).tree(), GenericKubernetesResource.class);
+  }
+
+  /**
+   * The paths of every field the typed model did not recognise: fabric8 keeps them in each model
+   * object's {@code additionalProperties} instead of failing, so the whole object graph is walked
+   * through its Jackson properties.
+   */
+  static List<String> unknownFields(Object root) {
+    List<String> out = new ArrayList<>();
+    walk(root, "$", out, Collections.newSetFromMap(new IdentityHashMap<>()));
+    return out;
+  }
+
+  private static void walk(Object o, String path, List<String> out, Set<Object> seen) {
+    if (o == null) {
+      return;
+    }
+    if (o instanceof Map<?, ?> map) {
+      map.forEach((k, v) -> walk(v, path + "." + k, out, seen));
+      return;
+    }
+    if (o instanceof Collection<?> list) {
+      int i = 0;
+      for (Object e : list) {
+        walk(e, path + "[" + i++ + "]", out, seen);
+      }
+      return;
+    }
+    if (!o.getClass().getName().startsWith("io.fabric8.") || !seen.add(o)) {
+      return;
+    }
+    for (Method m : o.getClass().getMethods()) {
+      if (m.getParameterCount() != 0 || Modifier.isStatic(m.getModifiers())) {
+        continue;
+      }
+      if (m.isAnnotationPresent(JsonAnyGetter.class)
+          || m.getName().equals("getAdditionalProperties")) {
+        if (invoke(m, o) instanceof Map<?, ?> extra) {
+          extra.keySet().forEach(k -> out.add(path + "." + k));
+        }
+      } else if (m.isAnnotationPresent(JsonProperty.class)) {
+        walk(invoke(m, o), path + "." + m.getAnnotation(JsonProperty.class).value(), out, seen);
+      }
+    }
+  }
+
+  private static Object invoke(Method m, Object o) {
+    try {
+      return m.invoke(o);
+    } catch (IllegalAccessException | InvocationTargetException e) {
+      throw new AssertionError("reading " + m + " of " + o.getClass().getName(), e);
+    }
+  }
+
+  static PodSpec podSpec() {
+    DaemonSet ds = typed(doc("DaemonSet", "gpushare"));
+    return ds.getSpec().getTemplate().getSpec();
+  }
+
+  static Container arbiter() {
+    return podSpec().getContainers().stream()
+        .filter(c -> c.getName().equals("gpushare"))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no container gpushare in the DaemonSet"));
+  }
+
+  static List<Container> allContainers() {
+    List<Container> all = new ArrayList<>(podSpec().getInitContainers());
+    all.addAll(podSpec().getContainers());
+    return all;
+  }
+
+  static Map<String, String> daemonSetSelector() {
+    DaemonSet ds = typed(doc("DaemonSet", "gpushare"));
+    return ds.getSpec().getSelector().getMatchLabels();
+  }
+
+  /** The value after {@code flag} in the arbiter container's args. */
+  static String argValue(String flag) {
+    List<String> args = arbiter().getArgs();
+    int i = args.indexOf(flag);
+    assertTrue(i >= 0 && i + 1 < args.size(), flag + " with a value in " + args);
+    return args.get(i + 1);
+  }
+
+  static String env(Container c, String name) {
+    return c.getEnv().stream()
+        .filter(e -> e.getName().equals(name))
+        .map(EnvVar::getValue)
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no env " + name));
+  }
+
+  static String fieldRef(Container c, String name) {
+    return c.getEnv().stream()
+        .filter(e -> e.getName().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no env " + name))
+        .getValueFrom()
+        .getFieldRef()
+        .getFieldPath();
+  }
+
+  static String parent(String path) {
+    return Path.of(path).getParent().toString();
+  }
+
+  /** The arbiter's volume mounted at {@code mountPath}. */
+  static Volume volumeMountedAt(String mountPath) {
+    String name =
+        arbiter().getVolumeMounts().stream()
+            .filter(m -> m.getMountPath().equals(mountPath))
+            .map(VolumeMount::getName)
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("nothing mounted at " + mountPath));
+    return podSpec().getVolumes().stream()
+        .filter(v -> v.getName().equals(name))
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no volume " + name));
+  }
+
+  /** A port of the arbiter container, by number or by name. */
+  static int containerPort(IntOrString port) {
+    if (port.getIntVal() != null) {
+      return port.getIntVal();
+    }
+    return arbiter().getPorts().stream()
+        .filter(p -> port.getStrVal().equals(p.getName()))
+        .map(ContainerPort::getContainerPort)
+        .findFirst()
+        .orElseThrow(() -> new AssertionError("no container port named " + port.getStrVal()));
+  }
+
+  static ServicePort servicePort(Service svc, int port) {
+    return svc.getSpec().getPorts().stream()
+        .filter(p -> p.getPort() == port)
+        .findFirst()
+        .orElseThrow(
+            () -> new AssertionError(svc.getMetadata().getName() + " has no port " + port));
+  }
+
+  static NetworkPolicyIngressRule ingressFor(List<NetworkPolicyIngressRule> rules, int port) {
+    List<NetworkPolicyIngressRule> matching =
+        rules.stream()
+            .filter(r -> r.getPorts().stream().anyMatch(p -> p.getPort().getIntVal() == port))
+            .toList();
+    assertEquals(1, matching.size(), "ingress rules for " + port + ": " + matching);
+    assertEquals(1, matching.get(0).getPorts().size(), "one port per ingress rule");
+    assertEquals("TCP", matching.get(0).getPorts().get(0).getProtocol());
+    return matching.get(0);
+  }
+
+  /** The ConfigMap's file as the launcher reads it with {@code --config}. */
+  static EmbeddedConfig launcherConfig() {
+    ConfigMap cm = typed(doc("ConfigMap", "gpushare-config"));
+    String file = Path.of(argValue("--config")).getFileName().toString();
+    try {
+      Path tmp = Files.createTempFile("gpushare", ".conf");
+      try {
+        Files.writeString(tmp, cm.getData().get(file), StandardCharsets.UTF_8);
+        return EmbeddedConfig.from(
+            EmbeddedConfig.resolve(EmbeddedConfig.load(Optional.of(tmp)), ConfigFactory.empty()));
+      } finally {
+        Files.deleteIfExists(tmp);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static Optional<Path> onPath(String command) {
+    String path = System.getenv("PATH");
+    if (path == null) {
+      return Optional.empty();
+    }
+    return Stream.of(path.split(File.pathSeparator))
+        .filter(dir -> !dir.isBlank())
+        .map(dir -> Path.of(dir, command))
+        .filter(Files::isExecutable)
+        .findFirst();
+  }
+
+  static Element child(Element parent, String name) {
+    for (Node n = parent.getFirstChild(); n != null; n = n.getNextSibling()) {
+      if (n instanceof Element e && e.getTagName().equals(name)) {
+        return e;
+      }
+    }
+    return null;
+  }
+
+  static String childText(Element parent, String name) {
+    Element e = child(parent, name);
+    return e == null ? null : e.getTextContent().strip();
+  }
+}
