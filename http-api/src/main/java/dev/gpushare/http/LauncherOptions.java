@@ -17,6 +17,7 @@ import java.util.Set;
  * @param clock the clock chosen by {@code --clock}; when empty, {@code gpushare.clock} decides
  * @param config a HOCON file layered over the built-in embedded configuration
  * @param help whether {@code --help} was asked for (the other fields are then defaults)
+ * @param webhook the admission webhook's HTTPS listener, off unless {@code --webhook-port} is given
  */
 public record LauncherOptions(
     String host,
@@ -24,14 +25,44 @@ public record LauncherOptions(
     Path data,
     Optional<ClockMode> clock,
     Optional<Path> config,
-    boolean help) {
+    boolean help,
+    Webhook webhook) {
+
+  /** The options without the admission webhook. */
+  public LauncherOptions(
+      String host,
+      int port,
+      Path data,
+      Optional<ClockMode> clock,
+      Optional<Path> config,
+      boolean help) {
+    this(host, port, data, clock, config, help, Webhook.OFF);
+  }
+
+  /**
+   * The admission webhook's HTTPS listener ({@code --webhook-port}, {@code --tls-cert}, {@code
+   * --tls-key}): on {@code --host}, its own port; the three flags go together.
+   *
+   * @param port {@code 0} when the webhook is off (the default)
+   * @param tlsCert PEM serving certificate (then intermediates); present exactly when {@code port >
+   *     0}
+   * @param tlsKey PEM private key of that certificate; present exactly when {@code port > 0}
+   */
+  public record Webhook(int port, Optional<Path> tlsCert, Optional<Path> tlsKey) {
+    public static final Webhook OFF = new Webhook(0, Optional.empty(), Optional.empty());
+
+    public boolean enabled() {
+      return port > 0;
+    }
+  }
 
   public static final String DEFAULT_HOST = "127.0.0.1";
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA = Path.of("data");
 
   private static final String FLAGS =
-      "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --help";
+      "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --webhook-port N,"
+          + " --tls-cert FILE, --tls-key FILE, --help";
 
   /** The defaults, as if no flag were given. */
   public static LauncherOptions defaults() {
@@ -50,6 +81,9 @@ public record LauncherOptions(
     Path data = DEFAULT_DATA;
     Optional<ClockMode> clock = Optional.empty();
     Optional<Path> config = Optional.empty();
+    int webhookPort = 0;
+    Optional<Path> tlsCert = Optional.empty();
+    Optional<Path> tlsKey = Optional.empty();
     Set<String> seen = new HashSet<>();
     for (int i = 0; i < args.size(); i++) {
       String arg = args.get(i);
@@ -59,7 +93,16 @@ public record LauncherOptions(
       }
       int eq = arg.indexOf('=');
       String flag = eq < 0 ? arg : arg.substring(0, eq);
-      if (!List.of("--port", "--host", "--data", "--clock", "--config").contains(flag)) {
+      if (!List.of(
+              "--port",
+              "--host",
+              "--data",
+              "--clock",
+              "--config",
+              "--webhook-port",
+              "--tls-cert",
+              "--tls-key")
+          .contains(flag)) {
         throw new LaunchException("unknown flag '" + flag + "'; accepted: " + FLAGS);
       }
       if (!seen.add(flag)) {
@@ -74,7 +117,7 @@ public record LauncherOptions(
         throw new LaunchException(flag + ": missing value; expected " + expected(flag));
       }
       switch (flag) {
-        case "--port" -> port = port(value);
+        case "--port" -> port = port(flag, value);
         case "--host" -> host = nonBlank(flag, value);
         case "--data" -> data = path(flag, value);
         case "--clock" ->
@@ -86,10 +129,45 @@ public record LauncherOptions(
                                 new LaunchException(
                                     "--clock: '" + value + "' given; expected " + expected(flag))));
         case "--config" -> config = Optional.of(path(flag, value));
+        case "--webhook-port" -> webhookPort = port(flag, value);
+        case "--tls-cert" -> tlsCert = Optional.of(path(flag, value));
+        case "--tls-key" -> tlsKey = Optional.of(path(flag, value));
         default -> throw new IllegalStateException("unhandled flag " + flag);
       }
     }
-    return new LauncherOptions(host, port, data, clock, config, false);
+    return new LauncherOptions(
+        host, port, data, clock, config, false, webhook(port, webhookPort, tlsCert, tlsKey));
+  }
+
+  /** The webhook flags go together: a port needs a certificate and a key, and they a port. */
+  private static Webhook webhook(
+      int apiPort, int port, Optional<Path> tlsCert, Optional<Path> tlsKey) {
+    if (port == 0) {
+      if (tlsCert.isPresent() || tlsKey.isPresent()) {
+        throw new LaunchException(
+            (tlsCert.isPresent() ? "--tls-cert" : "--tls-key")
+                + ": given without --webhook-port; the certificate and key serve the admission"
+                + " webhook only, so also give --webhook-port N (e.g. 8443), or leave them out");
+      }
+      return Webhook.OFF;
+    }
+    if (tlsCert.isEmpty() || tlsKey.isEmpty()) {
+      throw new LaunchException(
+          "--webhook-port "
+              + port
+              + ": "
+              + (tlsCert.isEmpty() ? "--tls-cert" : "--tls-key")
+              + " missing; the webhook serves HTTPS only (Kubernetes calls webhooks over TLS),"
+              + " so give --tls-cert FILE and --tls-key FILE (PEM, e.g. tls.crt and tls.key of a"
+              + " kubernetes.io/tls Secret)");
+    }
+    if (port == apiPort) {
+      throw new LaunchException(
+          "--webhook-port "
+              + port
+              + ": the same port as --port; give the webhook a port of its own, e.g. 8443");
+    }
+    return new Webhook(port, tlsCert, tlsKey);
   }
 
   /** The text {@code --help} prints. */
@@ -111,6 +189,13 @@ public record LauncherOptions(
           --config FILE            HOCON file over the built-in embedded configuration
                                    (simulated nodes, reserved CPU/memory per GPU, ask timeout);
                                    its gpushare.nodes replaces the built-in node list
+          --webhook-port N         HTTPS port of the admission webhook (POST /admission/mutate,
+                                   POST /admission/validate) on --host, 0 to 65535; default 0:
+                                   off. Any other port needs --tls-cert and --tls-key.
+          --tls-cert FILE          PEM certificate the webhook serves (then any intermediates)
+          --tls-key FILE           PEM private key of that certificate (PKCS#8, PKCS#1 RSA or
+                                   SEC1 EC, unencrypted); both files are read again when they
+                                   change, e.g. when cert-manager renews the Secret
           --help                   this text
 
         Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,
@@ -125,11 +210,14 @@ public record LauncherOptions(
       case "--data" -> "a directory path";
       case "--clock" -> ClockMode.accepted();
       case "--config" -> "the path of a HOCON file";
+      case "--webhook-port" -> "an integer from 0 to 65535 (0 turns the webhook off)";
+      case "--tls-cert" -> "the path of a PEM certificate file";
+      case "--tls-key" -> "the path of a PEM private key file";
       default -> "a value";
     };
   }
 
-  private static int port(String value) {
+  private static int port(String flag, String value) {
     try {
       int port = Integer.parseInt(value.strip());
       if (port >= 0 && port <= 65535) {
@@ -138,7 +226,7 @@ public record LauncherOptions(
     } catch (NumberFormatException e) {
       // reported below with the accepted range
     }
-    throw new LaunchException("--port: '" + value + "' given; expected " + expected("--port"));
+    throw new LaunchException(flag + ": '" + value + "' given; expected " + expected(flag));
   }
 
   private static String nonBlank(String flag, String value) {

@@ -4,6 +4,8 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.http.admission.AdmissionRoutes;
+import dev.gpushare.http.admission.WebhookTls;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.persistence.DataDirectory;
@@ -17,6 +19,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.Optional;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -41,6 +44,11 @@ import org.slf4j.LoggerFactory;
  * the flag or key, the value and what is accepted; any other startup failure with status 1. SIGTERM
  * runs Pekko's coordinated shutdown: the binding stops accepting, in-flight requests finish, the
  * actors stop.
+ *
+ * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
+ * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
+ * before anything starts (status 2 when they are unusable); its address is logged, stdout keeps its
+ * one line.
  */
 public final class Main {
   /** Exit status for a startup failure that no flag or key explains. */
@@ -93,12 +101,20 @@ public final class Main {
       EmbeddedConfig embedded,
       Config systemConfig,
       ArbiterClock clock,
-      Consumer<Instant> clockAdvanced) {}
+      Consumer<Instant> clockAdvanced,
+      Optional<WebhookTls> webhookTls) {}
 
   private static Prepared prepare(LauncherOptions options) {
     Config loaded = EmbeddedConfig.load(options.config());
     EmbeddedConfig embedded =
         EmbeddedConfig.from(EmbeddedConfig.resolve(loaded, ConfigFactory.load()));
+    Optional<WebhookTls> webhookTls =
+        options.webhook().enabled()
+            ? Optional.of(
+                WebhookTls.load(
+                    options.webhook().tlsCert().orElseThrow(),
+                    options.webhook().tlsKey().orElseThrow()))
+            : Optional.empty();
     Path data = DataDirectory.prepare(options.data());
     Config systemConfig =
         EmbeddedConfig.resolve(
@@ -108,7 +124,8 @@ public final class Main {
                 .withFallback(ConfigFactory.load()));
     ClockMode mode = options.clock().orElse(embedded.clock());
     if (mode == ClockMode.SYSTEM) {
-      return new Prepared(options, embedded, systemConfig, ArbiterClock.system(), now -> {});
+      return new Prepared(
+          options, embedded, systemConfig, ArbiterClock.system(), now -> {}, webhookTls);
     }
     ClockFile clockFile = new ClockFile(data);
     Instant start =
@@ -117,7 +134,8 @@ public final class Main {
             .filter(recorded -> recorded.isAfter(embedded.manualClockStart()))
             .orElse(embedded.manualClockStart());
     clockFile.record(start);
-    return new Prepared(options, embedded, systemConfig, new ManualClock(start), clockFile::record);
+    return new Prepared(
+        options, embedded, systemConfig, new ManualClock(start), clockFile::record, webhookTls);
   }
 
   private static int start(Prepared prepared, PrintStream out, PrintStream err) {
@@ -138,6 +156,9 @@ public final class Main {
       ServerBinding binding =
           api.bind(system, options.host(), options.port()).toCompletableFuture().get();
       binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+      if (prepared.webhookTls().isPresent()) {
+        bindWebhook(system, options, prepared.webhookTls().get());
+      }
       String url = "http://" + urlHost(options.host()) + ":" + binding.localAddress().getPort();
       LOG.info(
           "gpushare ready: {} clock, data {}, {} configured node(s)",
@@ -161,6 +182,44 @@ public final class Main {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
     }
+  }
+
+  /** The admission webhook's HTTPS listener, stopped by coordinated shutdown like the API's. */
+  private static void bindWebhook(ActorSystem<Void> system, LauncherOptions options, WebhookTls tls)
+      throws InterruptedException, ExecutionException {
+    int port = options.webhook().port();
+    ServerBinding webhook;
+    try {
+      webhook =
+          new AdmissionRoutes()
+              .bindHttps(system, options.host(), port, tls)
+              .toCompletableFuture()
+              .get();
+    } catch (ExecutionException e) {
+      if (!isBindFailure(e)) {
+        throw e;
+      }
+      throw new IllegalStateException(
+          "cannot listen on "
+              + options.host()
+              + ":"
+              + port
+              + " (--host "
+              + options.host()
+              + ", --webhook-port "
+              + port
+              + "): "
+              + e.getCause().getMessage()
+              + "; give a free port for the webhook");
+    }
+    webhook.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+    LOG.info(
+        "admission webhook listening on https://{}:{} ({}, {}), certificate {}",
+        urlHost(options.host()),
+        webhook.localAddress().getPort(),
+        AdmissionRoutes.MUTATE_PATH,
+        AdmissionRoutes.VALIDATE_PATH,
+        tls.certificate().getSubjectX500Principal().getName());
   }
 
   private static String describe(Throwable cause, LauncherOptions options) {
