@@ -13,6 +13,8 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.RuntimeSettings.SimulatedNode;
+import dev.gpushare.node.kube.KubeSyncSettings;
+import dev.gpushare.node.kube.NodeStatusMode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -39,8 +41,29 @@ import java.util.regex.Pattern;
  * @param settings the simulated nodes, the reserved CPU and memory per GPU, the ask timeout
  * @param clock {@code gpushare.clock}; the {@code --clock} flag wins over it
  * @param manualClockStart where a manual clock starts on a fresh data directory
+ * @param kubernetes how the Kubernetes mode writes to the API server ({@code gpushare.kubernetes},
+ *     optional; defaults: kubelet nodes, 20 QPS, burst 40, back-off up to 30 s)
  */
-public record EmbeddedConfig(RuntimeSettings settings, ClockMode clock, Instant manualClockStart) {
+public record EmbeddedConfig(
+    RuntimeSettings settings,
+    ClockMode clock,
+    Instant manualClockStart,
+    KubernetesWrites kubernetes) {
+
+  /** {@code gpushare.kubernetes}: what {@code --kubernetes} writes, and how fast. */
+  public record KubernetesWrites(
+      NodeStatusMode nodeStatusMode, double qps, int burst, Duration maxBackoff) {
+    public static final KubernetesWrites DEFAULT =
+        new KubernetesWrites(
+            NodeStatusMode.KUBELET,
+            KubeSyncSettings.DEFAULT_QPS,
+            KubeSyncSettings.DEFAULT_BURST,
+            KubeSyncSettings.DEFAULT_MAX_BACKOFF);
+
+    public KubeSyncSettings settings(String reportingInstance) {
+      return new KubeSyncSettings(nodeStatusMode, qps, burst, maxBackoff, reportingInstance);
+    }
+  }
 
   public static final String RESOURCE = "gpushare-embedded.conf";
 
@@ -48,7 +71,10 @@ public record EmbeddedConfig(RuntimeSettings settings, ClockMode clock, Instant 
   static final int MAX_GPUS = 128;
 
   private static final Set<String> KEYS =
-      Set.of("clock", "manual-clock-start", "ask-timeout", "reserved-per-gpu", "nodes");
+      Set.of(
+          "clock", "manual-clock-start", "ask-timeout", "reserved-per-gpu", "nodes", "kubernetes");
+  private static final Set<String> KUBERNETES_KEYS =
+      Set.of("node-status-mode", "qps", "burst", "max-backoff");
   private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
   private static final Set<String> NODE_KEYS =
       Set.of(
@@ -136,8 +162,84 @@ public record EmbeddedConfig(RuntimeSettings settings, ClockMode clock, Instant 
     Duration askTimeout = askTimeout(config, section, errors);
     ReservedPerGpu reserved = reserved(section, errors);
     List<SimulatedNode> nodes = nodes(section, errors);
+    KubernetesWrites kubernetes = kubernetes(config, section, errors);
     errors.throwIfAny();
-    return new EmbeddedConfig(new RuntimeSettings(nodes, reserved, askTimeout), clock, start);
+    return new EmbeddedConfig(
+        new RuntimeSettings(nodes, reserved, askTimeout), clock, start, kubernetes);
+  }
+
+  private static KubernetesWrites kubernetes(Config config, ConfigObject section, Errors errors) {
+    ConfigObject k = errors.object(section, "kubernetes", "gpushare", false);
+    if (k == null) {
+      return KubernetesWrites.DEFAULT;
+    }
+    String at = "gpushare.kubernetes";
+    errors.unknownKeys(k, at, KUBERNETES_KEYS);
+    KubernetesWrites d = KubernetesWrites.DEFAULT;
+    NodeStatusMode mode =
+        k.get("node-status-mode") == null
+            ? d.nodeStatusMode()
+            : errors.scalar(
+                k,
+                "node-status-mode",
+                at,
+                "kubelet (ordinary nodes: only the percentage resources and conditions are"
+                    + " written) or virtual (no kubelet: allocatable cpu/memory too)",
+                v ->
+                    switch (v) {
+                      case "kubelet" -> Optional.of(NodeStatusMode.KUBELET);
+                      case "virtual" -> Optional.of(NodeStatusMode.VIRTUAL);
+                      default -> Optional.empty();
+                    });
+    Double qps =
+        k.get("qps") == null
+            ? d.qps()
+            : errors.scalar(
+                k,
+                "qps",
+                at,
+                "requests per second, a number above 0 such as 20",
+                v -> {
+                  try {
+                    double q = Double.parseDouble(v);
+                    return q > 0 && !Double.isInfinite(q) ? Optional.of(q) : Optional.empty();
+                  } catch (NumberFormatException e) {
+                    return Optional.empty();
+                  }
+                });
+    Integer burst =
+        k.get("burst") == null
+            ? d.burst()
+            : errors.scalar(
+                k,
+                "burst",
+                at,
+                "a whole number of requests of at least 1, such as 40",
+                v -> {
+                  try {
+                    int b = Integer.parseInt(v);
+                    return b >= 1 ? Optional.of(b) : Optional.empty();
+                  } catch (NumberFormatException e) {
+                    return Optional.empty();
+                  }
+                });
+    Duration maxBackoff = d.maxBackoff();
+    if (k.get("max-backoff") != null) {
+      try {
+        maxBackoff = config.getDuration(at + ".max-backoff");
+        if (maxBackoff.isNegative() || maxBackoff.isZero()) {
+          throw new ConfigException.BadValue(at + ".max-backoff", "not above 0");
+        }
+      } catch (ConfigException e) {
+        errors.add(
+            at + ".max-backoff", k.get("max-backoff"), "expected a duration above 0 such as 30s");
+        maxBackoff = null;
+      }
+    }
+    if (mode == null || qps == null || burst == null || maxBackoff == null) {
+      return null;
+    }
+    return new KubernetesWrites(mode, qps, burst, maxBackoff);
   }
 
   private static Duration askTimeout(Config config, ConfigObject section, Errors errors) {

@@ -18,6 +18,8 @@ import java.util.Set;
  * @param config a HOCON file layered over the built-in embedded configuration
  * @param help whether {@code --help} was asked for (the other fields are then defaults)
  * @param webhook the admission webhook's HTTPS listener, off unless {@code --webhook-port} is given
+ * @param kubernetes {@code --kubernetes}: nodes and pods come from the API server (informers), and
+ *     node status, pod annotations, conditions and Events are written back to it
  */
 public record LauncherOptions(
     String host,
@@ -26,7 +28,20 @@ public record LauncherOptions(
     Optional<ClockMode> clock,
     Optional<Path> config,
     boolean help,
-    Webhook webhook) {
+    Webhook webhook,
+    boolean kubernetes) {
+
+  /** The options of the embedded mode. */
+  public LauncherOptions(
+      String host,
+      int port,
+      Path data,
+      Optional<ClockMode> clock,
+      Optional<Path> config,
+      boolean help,
+      Webhook webhook) {
+    this(host, port, data, clock, config, help, webhook, false);
+  }
 
   /** The options without the admission webhook. */
   public LauncherOptions(
@@ -62,7 +77,7 @@ public record LauncherOptions(
 
   private static final String FLAGS =
       "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --webhook-port N,"
-          + " --tls-cert FILE, --tls-key FILE, --help";
+          + " --tls-cert FILE, --tls-key FILE, --kubernetes, --help";
 
   /** The defaults, as if no flag were given. */
   public static LauncherOptions defaults() {
@@ -84,6 +99,7 @@ public record LauncherOptions(
     int webhookPort = 0;
     Optional<Path> tlsCert = Optional.empty();
     Optional<Path> tlsKey = Optional.empty();
+    boolean kubernetes = false;
     Set<String> seen = new HashSet<>();
     for (int i = 0; i < args.size(); i++) {
       String arg = args.get(i);
@@ -93,6 +109,17 @@ public record LauncherOptions(
       }
       int eq = arg.indexOf('=');
       String flag = eq < 0 ? arg : arg.substring(0, eq);
+      if (flag.equals("--kubernetes")) {
+        if (eq >= 0) {
+          throw new LaunchException(
+              "--kubernetes: takes no value, '" + arg.substring(eq + 1) + "' given");
+        }
+        if (!seen.add(flag)) {
+          throw new LaunchException(flag + ": given more than once; give it once");
+        }
+        kubernetes = true;
+        continue;
+      }
       if (!List.of(
               "--port",
               "--host",
@@ -136,7 +163,14 @@ public record LauncherOptions(
       }
     }
     return new LauncherOptions(
-        host, port, data, clock, config, false, webhook(port, webhookPort, tlsCert, tlsKey));
+        host,
+        port,
+        data,
+        clock,
+        config,
+        false,
+        webhook(port, webhookPort, tlsCert, tlsKey),
+        kubernetes);
   }
 
   /** The webhook flags go together: a port needs a certificate and a key, and they a port. */
@@ -196,6 +230,13 @@ public record LauncherOptions(
           --tls-key FILE           PEM private key of that certificate (PKCS#8, PKCS#1 RSA or
                                    SEC1 EC, unencrypted); both files are read again when they
                                    change, e.g. when cert-manager renews the Secret
+          --kubernetes             Kubernetes mode: nodes labelled
+                                   alibabacloud.com/gpu-share-policy and the pods bound to them
+                                   come from the API server (in-cluster service account, or
+                                   KUBECONFIG / kubernetes.* system properties); node status, pod
+                                   annotations, conditions and Events are written back. With
+                                   NODE_NAME set, only that node (the DaemonSet member's own).
+                                   No simulated nodes are registered.
           --help                   this text
 
         Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,

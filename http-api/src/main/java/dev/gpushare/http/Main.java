@@ -4,14 +4,20 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.http.admission.AdmissionRoutes;
 import dev.gpushare.http.admission.WebhookTls;
 import dev.gpushare.node.GpuShareRuntime;
+import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.kube.KubeWriter;
+import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
 import dev.gpushare.persistence.PersistenceProfiles;
 import dev.gpushare.persistence.SchemaSetup;
+import io.fabric8.kubernetes.client.KubernetesClient;
+import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.BindException;
@@ -19,12 +25,16 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.http.javadsl.ServerBinding;
@@ -143,14 +153,20 @@ public final class Main {
     ActorSystem<Void> system =
         ActorSystem.create(Behaviors.empty(), "gpushare", prepared.systemConfig());
     try {
+      RuntimeSettings settings = prepared.embedded().settings();
+      if (options.kubernetes()) {
+        // Nodes come from the API server; simulated nodes have no place beside them.
+        settings = new RuntimeSettings(List.of(), settings.reservedPerGpu(), settings.askTimeout());
+      }
+      RuntimeSettings runtimeSettings = settings;
       GpuShareService service =
           SchemaSetup.ensure(system)
-              .thenCompose(
-                  done ->
-                      GpuShareRuntime.start(
-                          system, prepared.embedded().settings(), prepared.clock()))
+              .thenCompose(done -> GpuShareRuntime.start(system, runtimeSettings, prepared.clock()))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
+      if (options.kubernetes()) {
+        startKubernetesMode(system, service, prepared.embedded());
+      }
       HttpApi api =
           new HttpApi(service, JdbcJournalInspector.create(system), prepared.clockAdvanced());
       ServerBinding binding =
@@ -220,6 +236,48 @@ public final class Main {
         AdmissionRoutes.MUTATE_PATH,
         AdmissionRoutes.VALIDATE_PATH,
         tls.certificate().getSubjectX500Principal().getName());
+  }
+
+  /**
+   * Kubernetes mode: the client from the usual sources (in-cluster service account, {@code
+   * KUBECONFIG}, {@code kubernetes.*} system properties) without its own retries, the informers and
+   * the KubeSync singleton; {@code NODE_NAME} (downward API) limits a DaemonSet member to its own
+   * node, {@code POD_NAME} names the Events' reporting instance.
+   */
+  private static void startKubernetesMode(
+      ActorSystem<Void> system, GpuShareService service, EmbeddedConfig embedded)
+      throws InterruptedException, ExecutionException, TimeoutException {
+    KubernetesClient client =
+        new KubernetesClientBuilder()
+            .withConfig(
+                KubeWriter.clientConfig(io.fabric8.kubernetes.client.Config.autoConfigure(null)))
+            .build();
+    Optional<String> nodeName = env("NODE_NAME");
+    String instance = env("POD_NAME").orElse("gpushare");
+    KubernetesMode mode =
+        KubernetesMode.start(
+                system, service, client, nodeName, embedded.kubernetes().settings(instance))
+            .toCompletableFuture()
+            .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
+    CoordinatedShutdown.get(system)
+        .addTask(
+            CoordinatedShutdown.PhaseBeforeServiceUnbind(),
+            "kubernetes-informers",
+            () -> {
+              mode.close();
+              client.close();
+              return CompletableFuture.completedFuture(Done.getInstance());
+            });
+    LOG.info(
+        "Kubernetes mode: API server {}, {}",
+        client.getMasterUrl(),
+        nodeName
+            .map(n -> "node " + n + " only")
+            .orElse("every node labelled " + SharePolicy.LABEL));
+  }
+
+  private static Optional<String> env(String name) {
+    return Optional.ofNullable(System.getenv(name)).map(String::strip).filter(v -> !v.isEmpty());
   }
 
   private static String describe(Throwable cause, LauncherOptions options) {

@@ -384,7 +384,7 @@ class DeployManifestsTest {
     }
     Map<String, Set<String>> documented =
         Map.of(
-            "/nodes", Set.of("get", "list", "watch"),
+            "/nodes", Set.of("get", "list", "watch", "patch"),
             "/nodes/status", Set.of("get", "update", "patch"),
             "/pods", Set.of("get", "list", "watch", "patch"),
             "/pods/status", Set.of("update", "patch"),
