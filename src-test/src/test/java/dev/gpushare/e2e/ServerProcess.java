@@ -12,7 +12,9 @@ import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -40,20 +42,44 @@ public final class ServerProcess implements AutoCloseable {
   private final String label;
   private final Path dataDir;
   private final List<String> extraArgs;
+  private final List<String> jvmArgs;
+  private final Map<String, String> environment;
   private Process process;
   private URI baseUri;
   private Api api;
   private Path logFile;
 
-  private ServerProcess(String label, Path dataDir, List<String> extraArgs) {
+  private ServerProcess(
+      String label,
+      Path dataDir,
+      List<String> jvmArgs,
+      Map<String, String> environment,
+      List<String> extraArgs) {
     this.label = label;
     this.dataDir = dataDir;
+    this.jvmArgs = List.copyOf(jvmArgs);
+    // a copy that keeps null values (null = remove the variable from the child's environment)
+    this.environment = new LinkedHashMap<>(environment);
     this.extraArgs = List.copyOf(extraArgs);
   }
 
   /** Starts a server with a manual clock on {@code dataDir}. */
   public static ServerProcess start(String label, Path dataDir, String... extraArgs) {
-    ServerProcess s = new ServerProcess(label, dataDir, List.of(extraArgs));
+    return start(label, dataDir, List.of(), Map.of(), extraArgs);
+  }
+
+  /**
+   * Starts a server with a manual clock on {@code dataDir}, with extra JVM options (such as {@code
+   * -Dkubernetes.master=…}) before the main class, and changes to the environment it inherits (a
+   * {@code null} value removes the variable). {@link #restart()} uses them again.
+   */
+  public static ServerProcess start(
+      String label,
+      Path dataDir,
+      List<String> jvmArgs,
+      Map<String, String> environment,
+      String... extraArgs) {
+    ServerProcess s = new ServerProcess(label, dataDir, jvmArgs, environment, List.of(extraArgs));
     s.launch();
     return s;
   }
@@ -147,6 +173,7 @@ public final class ServerProcess implements AutoCloseable {
     cmd.add("-Xmx384m");
     cmd.add("-XX:+UseSerialGC");
     cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(classPath());
     cmd.add("dev.gpushare.http.Main");
@@ -159,6 +186,14 @@ public final class ServerProcess implements AutoCloseable {
     cmd.addAll(extraArgs);
 
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    environment.forEach(
+        (name, value) -> {
+          if (value == null) {
+            pb.environment().remove(name);
+          } else {
+            pb.environment().put(name, value);
+          }
+        });
     Process p;
     try {
       p = pb.start();
