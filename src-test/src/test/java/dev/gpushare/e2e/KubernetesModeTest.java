@@ -174,6 +174,39 @@ class KubernetesModeTest {
     assertEquals("none", main.api.node(n).path("policy").asText(), "arbiter policy after off");
   }
 
+  /**
+   * A kubelet that re-registers writes its own status and drops the extended resources it does not
+   * know; the informer sees what gpushare owns change and the writer restores it at once, not only
+   * at the periodic resync.
+   */
+  @Test
+  @Order(8)
+  void percentagesZeroedByAKubeletAreRestoredAtOnce() {
+    KubeApiServer k = main.kube;
+    String n = "hpn-reregistered";
+    k.createNode(referenceNode(n, null, null));
+    k.label(n, POLICY_LABEL, "share-pool");
+    eventually(
+        main, "node " + n + " shows sharing on", () -> assertPercentageText(k.node(n), "1600"));
+
+    // The kubelet's status update: its own capacity and allocatable, nothing of ours.
+    k.kubectl
+        .nodes()
+        .withName(n)
+        .editStatus(
+            node -> {
+              node.getStatus().getCapacity().remove("alibabacloud.com/gpu-core.percentage");
+              node.getStatus().getCapacity().remove("alibabacloud.com/gpu-memory.percentage");
+              node.getStatus().getAllocatable().remove("alibabacloud.com/gpu-core.percentage");
+              node.getStatus().getAllocatable().remove("alibabacloud.com/gpu-memory.percentage");
+              return node;
+            });
+    eventually(
+        main,
+        "node " + n + " has its percentage resources back",
+        () -> assertPercentageText(k.node(n), "1600"));
+  }
+
   // ================================================================ 2: exclusive-GPU pods
 
   @Test

@@ -60,11 +60,41 @@ public final class KubeSource implements AutoCloseable {
   private final Object chainLock = new Object();
   private CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
+  private final Tampering tampering;
+
+  /**
+   * Who hears that an object changed in what gpushare owns there (the percentage resources and
+   * conditions of a node; the device annotations and conditions of a pod) by someone else's hand —
+   * a kubelet that re-registers, a user's edit — so that the writer checks it at once.
+   */
+  public interface Tampering {
+    void node(String name);
+
+    void pod(String namespace, String name);
+
+    Tampering NONE =
+        new Tampering() {
+          @Override
+          public void node(String name) {}
+
+          @Override
+          public void pod(String namespace, String name) {}
+        };
+  }
 
   public KubeSource(KubernetesClient client, GpuShareService service, Optional<String> nodeName) {
+    this(client, service, nodeName, Tampering.NONE);
+  }
+
+  public KubeSource(
+      KubernetesClient client,
+      GpuShareService service,
+      Optional<String> nodeName,
+      Tampering tampering) {
     this.client = client;
     this.service = service;
     this.nodeName = nodeName;
+    this.tampering = tampering;
   }
 
   /** Starts both informers; completes once both have listed and their events are applied. */
@@ -139,6 +169,9 @@ public final class KubeSource implements AutoCloseable {
 
     @Override
     public void onUpdate(Node before, Node node) {
+      if (!Owned.node(before).equals(Owned.node(node))) {
+        tampering.node(node.getMetadata().getName());
+      }
       upsert(node);
     }
 
@@ -195,6 +228,9 @@ public final class KubeSource implements AutoCloseable {
 
     @Override
     public void onUpdate(Pod before, Pod pod) {
+      if (relevant(pod) && !Owned.pod(before).equals(Owned.pod(pod))) {
+        tampering.pod(namespace(pod), pod.getMetadata().getName());
+      }
       upsertPod(pod);
     }
 
@@ -289,6 +325,52 @@ public final class KubeSource implements AutoCloseable {
       t = t.getCause();
     }
     return t.getMessage() == null ? t.toString() : t.getMessage();
+  }
+
+  /** What gpushare writes on an object, to tell when it changed. */
+  static final class Owned {
+    private Owned() {}
+
+    static List<Object> node(Node node) {
+      List<Object> owned = new ArrayList<>();
+      if (node.getStatus() != null) {
+        for (Map<String, Quantity> m :
+            List.of(
+                nullSafe(node.getStatus().getCapacity()),
+                nullSafe(node.getStatus().getAllocatable()))) {
+          owned.add(m.get(ShareRequestRules.CORE));
+          owned.add(m.get(ShareRequestRules.MEMORY));
+        }
+        if (node.getStatus().getConditions() != null) {
+          node.getStatus().getConditions().stream()
+              .filter(c -> c.getType() != null && c.getType().startsWith("GPUSharePolicy"))
+              .forEach(
+                  c -> owned.add(c.getType() + c.getStatus() + c.getReason() + c.getMessage()));
+        }
+      }
+      return owned;
+    }
+
+    static List<Object> pod(Pod pod) {
+      List<Object> owned = new ArrayList<>();
+      Map<String, String> annotations = pod.getMetadata().getAnnotations();
+      if (annotations != null) {
+        annotations.entrySet().stream()
+            .filter(e -> e.getKey().startsWith("gpushare.dev/"))
+            .sorted(Map.Entry.comparingByKey())
+            .forEach(owned::add);
+      }
+      if (pod.getStatus() != null && pod.getStatus().getConditions() != null) {
+        pod.getStatus().getConditions().stream()
+            .filter(c -> c.getType() != null && c.getType().contains("GPUShare"))
+            .forEach(c -> owned.add(c.getType() + c.getStatus() + c.getReason() + c.getMessage()));
+      }
+      return owned;
+    }
+
+    private static <K, V> Map<K, V> nullSafe(Map<K, V> m) {
+      return m == null ? Map.of() : m;
+    }
   }
 
   /** Kubernetes objects as the arbiter's neutral manifests. */
