@@ -41,7 +41,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -49,11 +48,11 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Source;
 
@@ -69,12 +68,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   private final ActorSystem<?> system;
   private final Entities entities;
-  private final ActorRef<NodeDirectory.Command> directory;
+  private final ActorRef<Topic.Command<Changes.Change>> changes;
   private final RuntimeSettings settings;
   private final ArbiterClock clock;
   private final Duration timeout;
-  private final Map<String, Placed> pods = new ConcurrentHashMap<>();
-  private final Set<String> creating = ConcurrentHashMap.newKeySet();
   private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
   private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
   private volatile boolean ready;
@@ -82,12 +79,12 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   DefaultGpuShareService(
       ActorSystem<?> system,
       Entities entities,
-      ActorRef<NodeDirectory.Command> directory,
+      ActorRef<Topic.Command<Changes.Change>> changes,
       RuntimeSettings settings,
       ArbiterClock clock) {
     this.system = system;
     this.entities = entities;
-    this.directory = directory;
+    this.changes = changes;
     this.settings = settings;
     this.clock = clock;
     this.timeout = settings.askTimeout();
@@ -136,10 +133,16 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               if (!record.registered()) {
                 return done();
               }
+              // Every bound pod holds its name in the index (a crash may have lost the claim).
               record
                   .bound()
                   .values()
-                  .forEach(b -> pods.put(b.key().ref(), new Placed(node, b.key())));
+                  .forEach(
+                      b ->
+                          entities
+                              .podIndex(b.key().ref())
+                              .<PodIndex.Entry>ask(
+                                  r -> new PodIndex.Claim(node, b.key(), false, r), timeout));
               List<NodeArbiter.BoundPod> bound =
                   record.bound().values().stream()
                       .map(b -> new NodeArbiter.BoundPod(b.key(), b.spec()))
@@ -249,7 +252,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     String name = manifest.name();
     List<GpuDevice> devices =
         new SimulatedGpuBackend(name, gpuCount(manifest), model, memoryMiB).devices();
-    return this.<Done>ask(directory, r -> new NodeDirectory.Add(name, r))
+    return entities
+        .directory()
+        .<Done>ask(r -> new NodeDirectory.Add(name, r), timeout)
         .thenCompose(
             d ->
                 entities
@@ -357,28 +362,61 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       return CompletableFuture.failedFuture(ServiceException.invalid(parsed.errors()));
     }
     String ref = m.namespace() + "/" + m.name();
-    if (pods.containsKey(ref) || !creating.add(ref)) {
-      return CompletableFuture.failedFuture(
-          ServiceException.of(
-              Kind.CONFLICT,
-              new FieldError(
-                  "metadata.name",
-                  m.name(),
-                  "pod " + ref + " already exists; delete it first or choose another name")));
-    }
     PodKey key =
         new PodKey(
             m.namespace(), m.name(), m.uid() == null ? UUID.randomUUID().toString() : m.uid());
     PodSharing spec = parsed.value();
     return chooseNode(m.nodeName(), spec)
-        .thenCompose(node -> bind(node, key, spec))
+        .thenCompose(node -> claim(ref, node, key).thenApply(d -> node))
         .thenCompose(
-            node -> {
-              pods.put(ref, new Placed(node, key));
-              return arbiterAsk(node, r -> new NodeArbiter.AddPod(key, spec, r))
-                  .thenCompose(o -> podView(new Placed(node, key)));
-            })
-        .whenComplete((v, e) -> creating.remove(ref));
+            node ->
+                bind(node, key, spec)
+                    .exceptionallyCompose(
+                        e ->
+                            entities
+                                .podIndex(ref)
+                                .<Done>ask(r -> new PodIndex.Release(key.uid(), r), timeout)
+                                .thenCompose(d -> CompletableFuture.failedFuture(e))))
+        .thenCompose(
+            node ->
+                arbiterAsk(node, r -> new NodeArbiter.AddPod(key, spec, r))
+                    .thenCompose(o -> podView(new Placed(node, key))));
+  }
+
+  /**
+   * Takes the name {@code ref} for {@code key}. A name held by a pod that its node does not have
+   * bound (a create that crashed half-way) is taken over; a live one is a conflict.
+   */
+  private CompletionStage<Done> claim(String ref, String node, PodKey key) {
+    return entities
+        .podIndex(ref)
+        .<PodIndex.Entry>ask(r -> new PodIndex.Claim(node, key, false, r), timeout)
+        .thenCompose(
+            entry -> {
+              if (entry.key().uid().equals(key.uid())) {
+                return done();
+              }
+              return nodeRecord(entry.node())
+                  .thenCompose(
+                      holder -> {
+                        if (holder.bound().containsKey(entry.key().entityId())) {
+                          throw ServiceException.of(
+                              Kind.CONFLICT,
+                              new FieldError(
+                                  "metadata.name",
+                                  key.name(),
+                                  "pod "
+                                      + ref
+                                      + " already exists; delete it first or choose another"
+                                      + " name"));
+                        }
+                        return entities
+                            .podIndex(ref)
+                            .<PodIndex.Entry>ask(
+                                r -> new PodIndex.Claim(node, key, true, r), timeout)
+                            .thenApply(e -> Done.getInstance());
+                      });
+            });
   }
 
   private CompletionStage<String> chooseNode(String nodeName, PodSharing spec) {
@@ -495,10 +533,15 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                                 .thenCompose(o -> syncArbiter(p.node(), record)))
                     .thenApply(
                         d -> {
-                          pods.remove(p.key().ref(), p);
                           nodeChanged(p.node());
                           return last;
-                        }));
+                        })
+                    .thenCompose(
+                        last2 ->
+                            entities
+                                .podIndex(p.key().ref())
+                                .<Done>ask(r -> new PodIndex.Release(p.key().uid(), r), timeout)
+                                .thenApply(d -> last2)));
   }
 
   @Override
@@ -507,23 +550,29 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         manifest.namespace() == null || manifest.namespace().isEmpty()
             ? "default"
             : manifest.namespace();
-    Placed known = pods.get(namespace + "/" + manifest.name());
-    if (known == null) {
-      return createPod(manifest);
-    }
-    if (manifest.uid() == null || known.key().uid().equals(manifest.uid())) {
-      return podView(known);
-    }
-    return delete(known).thenCompose(gone -> createPod(manifest));
+    return lookup(namespace, manifest.name())
+        .thenCompose(
+            known -> {
+              if (known.isEmpty()) {
+                return createPod(manifest);
+              }
+              if (manifest.uid() == null || known.get().key().uid().equals(manifest.uid())) {
+                return podView(known.get());
+              }
+              return delete(known.get()).thenCompose(gone -> createPod(manifest));
+            });
   }
 
   @Override
   public CompletionStage<Boolean> forgetPod(String namespace, String name, String uid) {
-    Placed known = pods.get(namespace + "/" + name);
-    if (known == null || (uid != null && !known.key().uid().equals(uid))) {
-      return CompletableFuture.completedFuture(false);
-    }
-    return delete(known).thenApply(last -> true);
+    return lookup(namespace, name)
+        .thenCompose(
+            known -> {
+              if (known.isEmpty() || (uid != null && !known.get().key().uid().equals(uid))) {
+                return CompletableFuture.completedFuture(false);
+              }
+              return delete(known.get()).thenApply(last -> true);
+            });
   }
 
   @Override
@@ -533,6 +582,19 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   private void nodeChanged(String node) {
+    changes.tell(Topic.publish(new Changes.NodeChanged(node)));
+  }
+
+  /** A change published on any member, heard here. */
+  void heard(Changes.Change change) {
+    if (change instanceof Changes.PodChanged p) {
+      podChanged(p.key(), p.record());
+    } else if (change instanceof Changes.NodeChanged n) {
+      nodeChangedHere(n.node());
+    }
+  }
+
+  private void nodeChangedHere(String node) {
     for (ChangeListener l : subscribers) {
       try {
         l.nodeChanged(node);
@@ -544,16 +606,24 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<List<PodView>> pods(Optional<String> node) {
-    List<Placed> selected =
-        pods.values().stream()
-            .filter(p -> node.isEmpty() || p.node().equals(node.get()))
-            .sorted(Comparator.comparing((Placed p) -> p.key().ref()))
-            .toList();
-    CompletionStage<Done> check =
+    CompletionStage<List<String>> nodes =
         node.isPresent()
-            ? knownNode(node.get())
-            : CompletableFuture.completedFuture(Done.getInstance());
-    return check.thenCompose(d -> all(selected.stream().map(this::podView).toList()));
+            ? knownNode(node.get()).thenApply(d -> List.of(node.get()))
+            : registeredNodes();
+    // The nodes' actors are the authority on what is bound, on whichever member they live.
+    return nodes
+        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+        .thenCompose(
+            records -> {
+              List<Placed> selected = new ArrayList<>();
+              for (NodeActor.Record r : records) {
+                r.bound()
+                    .values()
+                    .forEach(b -> selected.add(new Placed(r.manifest().name(), b.key())));
+              }
+              selected.sort(Comparator.comparing((Placed p) -> p.key().ref()));
+              return all(selected.stream().map(this::podView).toList());
+            });
   }
 
   @Override
@@ -634,10 +704,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public Source<PodView, NotUsed> watch(String namespace, String name) {
-    Placed p = pods.get(namespace + "/" + name);
-    if (p == null) {
-      return Source.failed(podNotFound(namespace, name));
-    }
+    return Source.completionStage(placed(namespace, name).toCompletableFuture())
+        .flatMapConcat(this::watch);
+  }
+
+  private Source<PodView, NotUsed> watch(Placed p) {
     return Source.<PodView>queue(64, OverflowStrategy.dropHead())
         .mapMaterializedValue(
             queue -> {
@@ -678,6 +749,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public void changed(PodKey key, PodActor.Record record) {
+    changes.tell(Topic.publish(new Changes.PodChanged(key, record)));
+  }
+
+  private void podChanged(PodKey key, PodActor.Record record) {
     for (ChangeListener l : subscribers) {
       try {
         l.podChanged(key.namespace(), key.name(), record.deleted());
@@ -893,10 +968,22 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   // ---- plumbing ----
 
   private CompletionStage<Placed> placed(String namespace, String name) {
-    Placed p = pods.get(namespace + "/" + name);
-    return p == null
-        ? CompletableFuture.failedFuture(podNotFound(namespace, name))
-        : CompletableFuture.completedFuture(p);
+    return lookup(namespace, name)
+        .thenApply(
+            p -> {
+              if (p.isEmpty()) {
+                throw podNotFound(namespace, name);
+              }
+              return p.get();
+            });
+  }
+
+  /** The pod that goes by the name, from the cluster-wide index. */
+  private CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
+    return entities
+        .podIndex(namespace + "/" + name)
+        .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)
+        .thenApply(e -> e.free() ? Optional.empty() : Optional.of(new Placed(e.node(), e.key())));
   }
 
   private static ServiceException podNotFound(String namespace, String name) {
@@ -928,7 +1015,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** Nodes known to the directory (a crash may leave one listed but never registered). */
   private CompletionStage<List<String>> nodeNames() {
-    return this.<NodeDirectory.Nodes>ask(directory, NodeDirectory.GetNodes::new)
+    return entities
+        .directory()
+        .<NodeDirectory.Nodes>ask(NodeDirectory.GetNodes::new, timeout)
         .thenApply(NodeDirectory.Nodes::names);
   }
 
@@ -973,13 +1062,6 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               throw new ServiceException(
                   kind, outcome.detail(), List.of(new FieldError(field, value, outcome.detail())));
             });
-  }
-
-  private <T> CompletionStage<T> ask(
-      ActorRef<? super NodeDirectory.Command> ref,
-      Function<ActorRef<T>, NodeDirectory.Command> command) {
-    return org.apache.pekko.actor.typed.javadsl.AskPattern.ask(
-        directory, command::apply, timeout, system.scheduler());
   }
 
   private static int gpuCount(NodeManifest manifest) {

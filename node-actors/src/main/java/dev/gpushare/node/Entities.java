@@ -28,6 +28,13 @@ public final class Entities {
       EntityTypeKey.create(GpuActor.Command.class, "Gpu");
   public static final EntityTypeKey<PodActor.Command> POD =
       EntityTypeKey.create(PodActor.Command.class, "Pod");
+  public static final EntityTypeKey<NodeDirectory.Command> DIRECTORY =
+      EntityTypeKey.create(NodeDirectory.Command.class, "NodeDirectory");
+  public static final EntityTypeKey<PodIndex.Command> POD_INDEX =
+      EntityTypeKey.create(PodIndex.Command.class, "PodIndex");
+
+  /** The directory of nodes is one entity, on any member. */
+  static final String DIRECTORY_ID = "nodes";
 
   private final ClusterSharding sharding;
 
@@ -62,7 +69,19 @@ public final class Entities {
     sharding.init(
         Entity.of(POD, ctx -> PodActor.create(podKeyOf(ctx.getEntityId()), podListener))
             .withMessageExtractor(new ByNode<>()));
+    sharding.init(Entity.of(DIRECTORY, ctx -> NodeDirectory.create()));
+    // Names of pods spread over the default number of shards (by hash), not by node.
+    sharding.init(Entity.of(POD_INDEX, ctx -> PodIndex.create(ctx.getEntityId())));
     return new Entities(sharding);
+  }
+
+  public EntityRef<NodeDirectory.Command> directory() {
+    return sharding.entityRefFor(DIRECTORY, DIRECTORY_ID);
+  }
+
+  /** The index entry of the pod named {@code ref} ({@code ns/name}). */
+  public EntityRef<PodIndex.Command> podIndex(String ref) {
+    return sharding.entityRefFor(POD_INDEX, ref);
   }
 
   public EntityRef<NodeArbiter.Command> arbiter(String node) {

@@ -9,6 +9,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.pubsub.Topic;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
 
@@ -46,9 +48,23 @@ public final class GpuShareRuntime {
             clock,
             listener,
             node -> new ShardedPeers(holder[0], node, settings.askTimeout()));
-    ActorRef<NodeDirectory.Command> directory =
-        system.systemActorOf(NodeDirectory.create(), "node-directory", Props.empty());
-    service.set(new DefaultGpuShareService(system, holder[0], directory, settings, clock));
+    // Changes travel cluster-wide, so watchers and the Kubernetes writer on any member hear them.
+    ActorRef<Topic.Command<Changes.Change>> changes =
+        system.systemActorOf(
+            Topic.create(Changes.Change.class, Changes.TOPIC), "gpushare-changes", Props.empty());
+    service.set(new DefaultGpuShareService(system, holder[0], changes, settings, clock));
+    ActorRef<Changes.Change> subscriber =
+        system.systemActorOf(
+            Behaviors.receive(Changes.Change.class)
+                .onAnyMessage(
+                    change -> {
+                      service.get().heard(change);
+                      return Behaviors.same();
+                    })
+                .build(),
+            "gpushare-change-subscriber",
+            Props.empty());
+    changes.tell(Topic.subscribe(subscriber));
     return service.get().start().thenApply(d -> service.get());
   }
 }
