@@ -31,13 +31,29 @@ public final class GpuShareRuntime {
   }
 
   /**
+   * Whether this member forms a one-member cluster by joining itself: yes unless seed nodes are
+   * configured ({@code pekko.cluster.seed-nodes}) or cluster bootstrap is switched on ({@code
+   * gpushare.cluster.bootstrap = on}), in which case the member joins the others.
+   */
+  static boolean formsItsOwnCluster(ActorSystem<?> system) {
+    com.typesafe.config.Config config = system.settings().config();
+    boolean seeds = !config.getStringList("pekko.cluster.seed-nodes").isEmpty();
+    boolean bootstrap =
+        config.hasPath("gpushare.cluster.bootstrap")
+            && config.getBoolean("gpushare.cluster.bootstrap");
+    return !seeds && !bootstrap;
+  }
+
+  /**
    * Recovers every known node from the journal, registers the configured simulated nodes that are
    * new, reconciles each arbiter with its GPU ledgers, and completes with the service.
    */
   public static CompletionStage<GpuShareService> start(
       ActorSystem<?> system, RuntimeSettings settings, ArbiterClock clock) {
     Cluster cluster = Cluster.get(system);
-    cluster.manager().tell(Join.create(cluster.selfMember().address()));
+    if (formsItsOwnCluster(system)) {
+      cluster.manager().tell(Join.create(cluster.selfMember().address()));
+    }
     AtomicReference<DefaultGpuShareService> service = new AtomicReference<>();
     PodActor.Listener listener = (key, record) -> service.get().changed(key, record);
     Entities[] holder = new Entities[1];
