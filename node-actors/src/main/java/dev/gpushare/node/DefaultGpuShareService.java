@@ -125,6 +125,31 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             });
   }
 
+  /**
+   * Wakes every known node (after a member left the cluster): each arbiter recovers where its shard
+   * now lives, reconciles with its GPU ledgers and bound pods, and re-arms its timers.
+   */
+  void wakeAll() {
+    if (!ready) {
+      return;
+    }
+    nodeNames()
+        .thenCompose(
+            names -> {
+              CompletionStage<Done> chain = done();
+              for (String node : names) {
+                chain = chain.thenCompose(d -> recover(node));
+              }
+              return chain;
+            })
+        .whenComplete(
+            (d, e) -> {
+              if (e != null) {
+                system.log().warn("waking the nodes after a member left failed: {}", e.toString());
+              }
+            });
+  }
+
   /** After a restart: GPUs described again, the arbiter told the config and the bound pods. */
   private CompletionStage<Done> recover(String node) {
     return nodeRecord(node)

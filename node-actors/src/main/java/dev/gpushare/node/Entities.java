@@ -5,6 +5,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
+import dev.gpushare.node.cluster.NodeShardAllocation;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
 import org.apache.pekko.cluster.sharding.typed.ShardingMessageExtractor;
@@ -54,10 +55,12 @@ public final class Entities {
         Entity.of(
                 ARBITER,
                 ctx -> NodeArbiter.create(ctx.getEntityId(), peers.apply(ctx.getEntityId()), clock))
-            .withMessageExtractor(new ByNode<>()));
+            .withMessageExtractor(new ByNode<>())
+            .withAllocationStrategy(NodeShardAllocation.create()));
     sharding.init(
         Entity.of(NODE, ctx -> NodeActor.create(ctx.getEntityId(), reserved, clock))
-            .withMessageExtractor(new ByNode<>()));
+            .withMessageExtractor(new ByNode<>())
+            .withAllocationStrategy(NodeShardAllocation.create()));
     sharding.init(
         Entity.of(
                 GPU,
@@ -65,10 +68,12 @@ public final class Entities {
                   String[] parts = ctx.getEntityId().split(":", 2);
                   return GpuActor.create(parts[0], parts[1]);
                 })
-            .withMessageExtractor(new ByNode<>()));
+            .withMessageExtractor(new ByNode<>())
+            .withAllocationStrategy(NodeShardAllocation.create()));
     sharding.init(
         Entity.of(POD, ctx -> PodActor.create(podKeyOf(ctx.getEntityId()), podListener))
-            .withMessageExtractor(new ByNode<>()));
+            .withMessageExtractor(new ByNode<>())
+            .withAllocationStrategy(NodeShardAllocation.create()));
     sharding.init(Entity.of(DIRECTORY, ctx -> NodeDirectory.create()));
     // Names of pods spread over the default number of shards (by hash), not by node.
     sharding.init(Entity.of(POD_INDEX, ctx -> PodIndex.create(ctx.getEntityId())));

@@ -11,8 +11,10 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
+import org.apache.pekko.cluster.ClusterEvent;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Join;
+import org.apache.pekko.cluster.typed.Subscribe;
 
 /**
  * Starts the arbiter's actors in an actor system whose persistence plugins are configured, and
@@ -81,6 +83,20 @@ public final class GpuShareRuntime {
             "gpushare-change-subscriber",
             Props.empty());
     changes.tell(Topic.subscribe(subscriber));
+    // After a member is removed its shards start elsewhere only when messaged: wake every node so
+    // its arbiter recovers, reconciles with its ledgers and re-arms its timers at once.
+    ActorRef<ClusterEvent.MemberRemoved> removals =
+        system.systemActorOf(
+            Behaviors.receive(ClusterEvent.MemberRemoved.class)
+                .onAnyMessage(
+                    removed -> {
+                      service.get().wakeAll();
+                      return Behaviors.same();
+                    })
+                .build(),
+            "gpushare-member-removals",
+            Props.empty());
+    cluster.subscriptions().tell(Subscribe.create(removals, ClusterEvent.MemberRemoved.class));
     return service.get().start().thenApply(d -> service.get());
   }
 }

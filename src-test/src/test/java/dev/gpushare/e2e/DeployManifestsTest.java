@@ -15,8 +15,10 @@ import com.fasterxml.jackson.databind.MappingIterator;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.http.EmbeddedConfig;
+import dev.gpushare.node.cluster.ClusterFormation;
 import io.fabric8.kubernetes.api.model.Capabilities;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
@@ -49,6 +51,8 @@ import io.fabric8.kubernetes.api.model.policy.v1.PodDisruptionBudget;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRole;
 import io.fabric8.kubernetes.api.model.rbac.ClusterRoleBinding;
 import io.fabric8.kubernetes.api.model.rbac.PolicyRule;
+import io.fabric8.kubernetes.api.model.rbac.Role;
+import io.fabric8.kubernetes.api.model.rbac.RoleBinding;
 import io.fabric8.kubernetes.client.utils.KubernetesSerialization;
 import java.io.File;
 import java.io.IOException;
@@ -411,6 +415,108 @@ class DeployManifestsTest {
     assertEquals(sa.getMetadata().getName(), podSpec().getServiceAccountName());
   }
 
+  @Test
+  void theNamespacedRoleGrantsClusterBootstrapItsPodDiscoveryOnly() throws IOException {
+    Role role = typed(doc("Role", "gpushare"));
+    assertEquals(NS, role.getMetadata().getNamespace());
+    assertEquals(Map.of("/pods", Set.of("get", "list", "watch")), grants(role.getRules()));
+    assertEveryRuleHasAReason(DEPLOY.resolve("role.yaml"));
+    assertBoundToTheServiceAccountOnly(typed(doc("RoleBinding", "gpushare")), "Role", "gpushare");
+  }
+
+  @Test
+  void theLeaseMajorityComponentGrantsTheOneLeaseAndSwitchesTheStrategy() throws IOException {
+    Path component = DEPLOY.resolve("lease-majority");
+    JsonNode k = YAML.readTree(component.resolve("kustomization.yaml").toFile());
+    assertEquals("Component", k.path("kind").asText());
+    Set<String> listed = new TreeSet<>();
+    k.path("resources").forEach(r -> listed.add(r.asText()));
+    assertEquals(Set.of("role-lease.yaml", "rolebinding-lease.yaml"), listed);
+    List<Doc> own = new ArrayList<>();
+    for (String file : listed) {
+      List<JsonNode> trees = yamlDocuments(Files.readString(component.resolve(file)));
+      assertEquals(1, trees.size(), file + ": one object per file");
+      own.add(new Doc(component.resolve(file), trees.get(0)));
+    }
+    for (Doc d : own) {
+      assertEquals(NS, d.namespace(), d.key());
+      assertEquals(List.of(), unknownFields(typed(d)), d.key() + ": fields fabric8 does not know");
+    }
+    Role role = typed(own.stream().filter(d -> d.kind().equals("Role")).findFirst().orElseThrow());
+    Config cluster = ClusterFormation.kubernetesResource();
+    String leaseName =
+        cluster.getString("pekko.cluster.split-brain-resolver.lease-majority.lease-name");
+    // create cannot be limited to a name; get and update are, to the resolver's one Lease.
+    Map<String, Set<String>> byName = new TreeMap<>();
+    for (PolicyRule rule : role.getRules()) {
+      assertEquals(List.of("coordination.k8s.io"), rule.getApiGroups(), rule.toString());
+      assertEquals(List.of("leases"), rule.getResources(), rule.toString());
+      byName
+          .computeIfAbsent(String.join(",", rule.getResourceNames()), n -> new TreeSet<>())
+          .addAll(rule.getVerbs());
+    }
+    assertEquals(Map.of("", Set.of("create"), leaseName, Set.of("get", "update")), byName);
+    assertEveryRuleHasAReason(component.resolve("role-lease.yaml"));
+    assertBoundToTheServiceAccountOnly(
+        typed(own.stream().filter(d -> d.kind().equals("RoleBinding")).findFirst().orElseThrow()),
+        "Role",
+        role.getMetadata().getName());
+    // The variable the component sets is the one the member's configuration reads.
+    String patch = k.path("patches").get(0).path("patch").asText();
+    assertTrue(patch.contains("GPUSHARE_SPLIT_BRAIN_STRATEGY"), patch);
+    assertTrue(patch.contains("lease-majority"), patch);
+    Config switched =
+        cluster
+            .withFallback(
+                ConfigFactory.parseMap(Map.of("GPUSHARE_SPLIT_BRAIN_STRATEGY", "lease-majority")))
+            .resolve();
+    assertEquals(
+        "lease-majority", switched.getString("pekko.cluster.split-brain-resolver.active-strategy"));
+    assertEquals(
+        "pekko.coordination.lease.kubernetes",
+        switched.getString(
+            "pekko.cluster.split-brain-resolver.lease-majority.lease-implementation"));
+  }
+
+  static Map<String, Set<String>> grants(List<PolicyRule> rules) {
+    Map<String, Set<String>> granted = new TreeMap<>();
+    for (PolicyRule rule : rules) {
+      assertTrue(rule.getResourceNames().isEmpty(), "resourceNames: " + rule);
+      assertTrue(rule.getNonResourceURLs().isEmpty(), "nonResourceURLs: " + rule);
+      for (String group : rule.getApiGroups()) {
+        for (String resource : rule.getResources()) {
+          granted
+              .computeIfAbsent(group + "/" + resource, k -> new TreeSet<>())
+              .addAll(rule.getVerbs());
+        }
+      }
+    }
+    return granted;
+  }
+
+  /** Every rule is preceded by the comment that says why it is needed. */
+  static void assertEveryRuleHasAReason(Path file) throws IOException {
+    List<String> lines = Files.readAllLines(file);
+    for (int i = 0; i < lines.size(); i++) {
+      if (lines.get(i).startsWith("- apiGroups:")) {
+        assertTrue(
+            lines.get(i - 1).startsWith("#"),
+            file.getFileName() + ": rule at line " + (i + 1) + " has no reason");
+      }
+    }
+  }
+
+  static void assertBoundToTheServiceAccountOnly(RoleBinding binding, String kind, String name) {
+    assertEquals(NS, binding.getMetadata().getNamespace());
+    assertEquals(kind, binding.getRoleRef().getKind());
+    assertEquals(name, binding.getRoleRef().getName());
+    assertEquals(1, binding.getSubjects().size());
+    var subject = binding.getSubjects().get(0);
+    assertEquals("ServiceAccount", subject.getKind());
+    assertEquals(podSpec().getServiceAccountName(), subject.getName());
+    assertEquals(NS, subject.getNamespace());
+  }
+
   // ---------------------------------------------------------------- DaemonSet
 
   @Test
@@ -520,6 +626,7 @@ class DeployManifestsTest {
     assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"));
     assertEquals("metadata.name", fieldRef(c, "POD_NAME"));
     assertEquals("metadata.namespace", fieldRef(c, "POD_NAMESPACE"));
+    assertEquals("status.podIP", fieldRef(c, "POD_IP"));
 
     assertEquals("/healthz", c.getLivenessProbe().getHttpGet().getPath());
     assertEquals("/readyz", c.getReadinessProbe().getHttpGet().getPath());
@@ -527,7 +634,7 @@ class DeployManifestsTest {
     assertEquals(8080, containerPort(c.getReadinessProbe().getHttpGet().getPort()));
     Set<Integer> ports =
         c.getPorts().stream().map(ContainerPort::getContainerPort).collect(Collectors.toSet());
-    assertEquals(Set.of(8080, 8443), ports);
+    assertEquals(Set.of(8080, 8443, MANAGEMENT_PORT, REMOTING_PORT), ports);
 
     // --config names a key of the ConfigMap, mounted where the flag points.
     Path config = Path.of(argValue("--config"));
@@ -545,6 +652,33 @@ class DeployManifestsTest {
     assertEquals("Local", local.getSpec().getInternalTrafficPolicy());
     assertEquals(8080, containerPort(servicePort(local, 8080).getTargetPort()));
     assertEquals(daemonSetSelector(), local.getSpec().getSelector());
+  }
+
+  /** Pekko Management (cluster bootstrap's contact point) and Pekko remoting. */
+  static final int MANAGEMENT_PORT = 7626;
+
+  static final int REMOTING_PORT = 25520;
+
+  @Test
+  void theMembersFindEachOtherThroughTheApiOnTheDaemonSetsNamedPorts() {
+    Config cluster = ClusterFormation.kubernetesResource().resolve();
+    Container c = arbiter();
+    String discovery = "pekko.management.cluster.bootstrap.contact-point-discovery.";
+    // The discovery looks up the management port by name; it and remoting are fixed ports.
+    assertEquals(
+        cluster.getInt("pekko.management.http.port"),
+        containerPort(new IntOrString(cluster.getString(discovery + "port-name"))));
+    assertEquals(MANAGEMENT_PORT, cluster.getInt("pekko.management.http.port"));
+    assertEquals(REMOTING_PORT, cluster.getInt("pekko.remote.artery.canonical.port"));
+    assertEquals(REMOTING_PORT, containerPort(new IntOrString("remoting")));
+    // The label selector finds the DaemonSet's pods, the container check names its container.
+    String selector =
+        cluster
+            .getString("pekko.discovery.kubernetes-api.pod-label-selector")
+            .replace("%s", cluster.getString(discovery + "service-name"));
+    String[] label = selector.split("=", 2);
+    assertEquals(label[1], daemonSetSelector().get(label[0]), selector);
+    assertEquals(c.getName(), cluster.getString("pekko.discovery.kubernetes-api.container-name"));
   }
 
   @Test
@@ -579,15 +713,40 @@ class DeployManifestsTest {
     assertEquals(1, api.getFrom().size());
     assertNotNull(api.getFrom().get(0).getNamespaceSelector(), "8080 from the cluster's pods");
     assertNull(api.getFrom().get(0).getIpBlock());
-    assertEquals(2, ingress.size(), "no other ingress: " + ingress);
+    // Remoting and management: from the other members only.
+    Map<String, String> members = Map.of("app.kubernetes.io/name", "gpushare");
+    for (int port : List.of(REMOTING_PORT, MANAGEMENT_PORT)) {
+      NetworkPolicyIngressRule rule = ingressFor(ingress, port);
+      assertEquals(1, rule.getFrom().size(), port + ": " + rule);
+      assertNull(rule.getFrom().get(0).getNamespaceSelector(), port + ": this namespace only");
+      assertEquals(members, rule.getFrom().get(0).getPodSelector().getMatchLabels());
+      assertEquals(
+          members.get("app.kubernetes.io/name"),
+          daemonSetSelector().get("app.kubernetes.io/name"),
+          "the members' label");
+    }
+    assertEquals(4, ingress.size(), "no other ingress: " + ingress);
 
     Set<String> egress = new TreeSet<>();
     for (NetworkPolicyEgressRule rule : np.getSpec().getEgress()) {
       for (NetworkPolicyPort p : rule.getPorts()) {
         egress.add(p.getProtocol() + "/" + p.getPort().getIntVal());
+        if (p.getPort().getIntVal() == REMOTING_PORT
+            || p.getPort().getIntVal() == MANAGEMENT_PORT) {
+          assertEquals(1, rule.getTo().size(), "to the other members only: " + rule);
+          assertEquals(members, rule.getTo().get(0).getPodSelector().getMatchLabels());
+        }
       }
     }
-    assertEquals(Set.of("UDP/53", "TCP/53", "TCP/443", "TCP/6443"), egress);
+    assertEquals(
+        Set.of(
+            "UDP/53",
+            "TCP/53",
+            "TCP/443",
+            "TCP/6443",
+            "TCP/" + REMOTING_PORT,
+            "TCP/" + MANAGEMENT_PORT),
+        egress);
   }
 
   // ---------------------------------------------------------------- the image
@@ -661,6 +820,59 @@ class DeployManifestsTest {
         }
       }
     } finally {
+      Files.deleteIfExists(out);
+      Files.deleteIfExists(err);
+    }
+  }
+
+  @Test
+  void kubectlKustomizeRendersAnOverlayWithTheLeaseMajorityComponent() throws Exception {
+    Optional<Path> kubectl = onPath("kubectl");
+    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
+    // kustomize wants relative paths, and an overlay outside its base's directory.
+    Path overlay = Files.createTempDirectory("gpushare-overlay");
+    Path out = Files.createTempFile("kustomize", ".yaml");
+    Path err = Files.createTempFile("kustomize", ".err");
+    try {
+      String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
+      Files.writeString(
+          overlay.resolve("kustomization.yaml"),
+          "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+              + "kind: Kustomization\n"
+              + "resources:\n- "
+              + base
+              + "\ncomponents:\n- "
+              + base
+              + "/lease-majority\n");
+      Process p =
+          new ProcessBuilder(kubectl.get().toString(), "kustomize", overlay.toString())
+              .redirectOutput(out.toFile())
+              .redirectError(err.toFile())
+              .start();
+      if (!p.waitFor(60, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        fail("kubectl kustomize did not finish within 60 s");
+      }
+      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
+      List<Doc> rendered =
+          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
+      Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
+      assertTrue(keys.contains("Role/" + NS + "/gpushare-lease"), keys.toString());
+      assertTrue(keys.contains("RoleBinding/" + NS + "/gpushare-lease"), keys.toString());
+      assertEquals(docs.size() + 2, keys.size(), keys.toString());
+      DaemonSet ds =
+          typed(
+              rendered.stream()
+                  .filter(d -> d.kind().equals("DaemonSet"))
+                  .findFirst()
+                  .orElseThrow());
+      Container c = ds.getSpec().getTemplate().getSpec().getContainers().get(0);
+      assertEquals("gpushare", c.getName());
+      assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
+      assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
+    } finally {
+      Files.deleteIfExists(overlay.resolve("kustomization.yaml"));
+      Files.deleteIfExists(overlay);
       Files.deleteIfExists(out);
       Files.deleteIfExists(err);
     }
