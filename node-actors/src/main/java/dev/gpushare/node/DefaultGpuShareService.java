@@ -1019,11 +1019,22 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             new FieldError("metadata.name", name, "pod " + namespace + "/" + name + " not found")));
   }
 
+  /**
+   * Fails with NOT_FOUND unless the node is registered. Asks only that node's actor: a node whose
+   * member is failing over must not hold up requests about the others.
+   */
   private CompletionStage<Done> knownNode(String name) {
-    return registeredNodes()
+    if (!KubernetesNames.isDns1123Subdomain(name)) {
+      return CompletableFuture.failedFuture(
+          new ServiceException(
+              Kind.NOT_FOUND,
+              "node " + name + " not found (not a valid node name)",
+              List.of(new FieldError("node", name, "node " + name + " not found"))));
+    }
+    return nodeRecord(name)
         .thenApply(
-            names -> {
-              if (!names.contains(name)) {
+            record -> {
+              if (!record.registered()) {
                 throw new ServiceException(
                     Kind.NOT_FOUND,
                     "node "
