@@ -15,6 +15,7 @@ import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.RuntimeSettings.SimulatedNode;
 import dev.gpushare.node.kube.KubeSyncSettings;
 import dev.gpushare.node.kube.NodeStatusMode;
+import dev.gpushare.persistence.JournalSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -43,12 +44,24 @@ import java.util.regex.Pattern;
  * @param manualClockStart where a manual clock starts on a fresh data directory
  * @param kubernetes how the Kubernetes mode writes to the API server ({@code gpushare.kubernetes},
  *     optional; defaults: kubelet nodes, 20 QPS, burst 40, back-off up to 30 s)
+ * @param journal which journal the server uses ({@code gpushare.journal}; default: H2 under {@code
+ *     --data})
  */
 public record EmbeddedConfig(
     RuntimeSettings settings,
     ClockMode clock,
     Instant manualClockStart,
-    KubernetesWrites kubernetes) {
+    KubernetesWrites kubernetes,
+    JournalSettings journal) {
+
+  /** The configuration with the default journal (H2). */
+  public EmbeddedConfig(
+      RuntimeSettings settings,
+      ClockMode clock,
+      Instant manualClockStart,
+      KubernetesWrites kubernetes) {
+    this(settings, clock, manualClockStart, kubernetes, JournalSettings.DEFAULT);
+  }
 
   /** {@code gpushare.kubernetes}: what {@code --kubernetes} writes, and how fast. */
   public record KubernetesWrites(
@@ -72,7 +85,13 @@ public record EmbeddedConfig(
 
   private static final Set<String> KEYS =
       Set.of(
-          "clock", "manual-clock-start", "ask-timeout", "reserved-per-gpu", "nodes", "kubernetes");
+          "clock",
+          "manual-clock-start",
+          "ask-timeout",
+          "reserved-per-gpu",
+          "nodes",
+          "kubernetes",
+          "journal");
   private static final Set<String> KUBERNETES_KEYS =
       Set.of("node-status-mode", "qps", "burst", "max-backoff");
   private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
@@ -140,6 +159,14 @@ public record EmbeddedConfig(
 
   /** Reads and checks the {@code gpushare} section of a resolved configuration. */
   public static EmbeddedConfig from(Config config) {
+    return from(config, System::getenv);
+  }
+
+  /**
+   * Reads and checks the {@code gpushare} section; {@code environment} answers the variable that
+   * {@code gpushare.journal.postgres.password-env} names ({@code null} when unset).
+   */
+  public static EmbeddedConfig from(Config config, Function<String, String> environment) {
     Errors errors = new Errors();
     ConfigValue root = config.root().get("gpushare");
     if (root == null || root.valueType() != ConfigValueType.OBJECT) {
@@ -163,9 +190,10 @@ public record EmbeddedConfig(
     ReservedPerGpu reserved = reserved(section, errors);
     List<SimulatedNode> nodes = nodes(section, errors);
     KubernetesWrites kubernetes = kubernetes(config, section, errors);
+    JournalSettings journal = JournalConfig.read(section, errors, environment);
     errors.throwIfAny();
     return new EmbeddedConfig(
-        new RuntimeSettings(nodes, reserved, askTimeout), clock, start, kubernetes);
+        new RuntimeSettings(nodes, reserved, askTimeout), clock, start, kubernetes, journal);
   }
 
   private static KubernetesWrites kubernetes(Config config, ConfigObject section, Errors errors) {
@@ -394,7 +422,7 @@ public record EmbeddedConfig(
   }
 
   /** Collects every configuration error, each naming key, origin, value and rule. */
-  private static final class Errors {
+  static final class Errors {
     private final List<String> messages = new ArrayList<>();
 
     void add(String key, ConfigValue value, String rule) {
@@ -405,6 +433,12 @@ public record EmbeddedConfig(
         given = "'" + shown(value) + "' given" + where(value.origin());
       }
       messages.add(key + ": " + given + "; " + rule);
+    }
+
+    /** An error whose value is not shown (a password): only where it was set. */
+    void addHidden(String key, ConfigValue value, String rule) {
+      messages.add(
+          key + ": " + (value == null ? "missing" : "given" + where(value.origin())) + "; " + rule);
     }
 
     void throwIfAny() {

@@ -208,10 +208,18 @@ public record LauncherOptions(
   public static String usage() {
     return """
         Usage: java -jar gpushare.jar [flags]
+               java -jar gpushare.jar init-schema [--config FILE] [--data DIR]
+               java -jar gpushare.jar journal (PERSISTENCE_ID | --ids) [--from N] [--limit N]
+                                      [--config FILE] [--data DIR]
 
-        Starts the GPU-share arbiter in embedded mode (simulated GPU-HPN nodes, H2 journal)
-        and serves the HTTP API of API.md. Prints one line, "gpushare listening on
-        http://HOST:PORT", once it is ready.
+        Starts the GPU-share arbiter in embedded mode (simulated GPU-HPN nodes; the H2 journal
+        under --data, or PostgreSQL when the config's gpushare.journal says so) and serves the
+        HTTP API of API.md. Prints one line, "gpushare listening on http://HOST:PORT", once it
+        is ready.
+
+        init-schema creates the journal's tables (needed once on PostgreSQL); journal prints
+        an entity's events or the persistence ids. `java -jar gpushare.jar COMMAND --help`
+        tells more.
 
         Flags:
           --port N                 TCP port, 0 to 65535 (0 picks a free port); default 8080
@@ -221,7 +229,8 @@ public record LauncherOptions(
                                    A manual clock moves only by POST /v1/clock/advance and
                                    resumes where it stopped after a restart on the same DIR.
           --config FILE            HOCON file over the built-in embedded configuration
-                                   (simulated nodes, reserved CPU/memory per GPU, ask timeout);
+                                   (simulated nodes, reserved CPU/memory per GPU, ask timeout,
+                                   the journal: gpushare.journal.kind = h2 | postgres);
                                    its gpushare.nodes replaces the built-in node list
           --webhook-port N         HTTPS port of the admission webhook (POST /admission/mutate,
                                    POST /admission/validate) on --host, 0 to 65535; default 0:

@@ -10,11 +10,11 @@ import dev.gpushare.http.admission.WebhookTls;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.cluster.ClusterFormation;
 import dev.gpushare.node.kube.KubeWriter;
 import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
-import dev.gpushare.persistence.PersistenceProfiles;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -55,6 +55,11 @@ import org.slf4j.LoggerFactory;
  * runs Pekko's coordinated shutdown: the binding stops accepting, in-flight requests finish, the
  * actors stop.
  *
+ * <p>The journal is the embedded H2 file under {@code --data} unless {@code gpushare.journal}
+ * selects PostgreSQL ({@link JournalConfig}); the schema step follows {@link
+ * InitSchemaCommand#atStart}. The commands {@code init-schema} and {@code journal} ({@link
+ * LauncherCommands}) use the same configuration without starting a server.
+ *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
  * before anything starts (status 2 when they are unusable); its address is logged, stdout keeps its
@@ -87,6 +92,9 @@ public final class Main {
    * the process alive), else the exit status after printing why on {@code err}.
    */
   static int launch(String[] args, PrintStream out, PrintStream err) {
+    if (LauncherCommands.isCommand(args)) {
+      return LauncherCommands.run(args, out, err);
+    }
     Prepared prepared;
     try {
       LauncherOptions options = LauncherOptions.parse(Arrays.asList(args));
@@ -112,7 +120,8 @@ public final class Main {
       Config systemConfig,
       ArbiterClock clock,
       Consumer<Instant> clockAdvanced,
-      Optional<WebhookTls> webhookTls) {}
+      Optional<WebhookTls> webhookTls,
+      ClusterFormation formation) {}
 
   private static Prepared prepare(LauncherOptions options) {
     Config loaded = EmbeddedConfig.load(options.config());
@@ -126,16 +135,26 @@ public final class Main {
                     options.webhook().tlsKey().orElseThrow()))
             : Optional.empty();
     Path data = DataDirectory.prepare(options.data());
+    // Kubernetes mode inside a pod forms the cluster with bootstrap and says which node this
+    // member runs on (role node:$NODE_NAME); elsewhere a member joins the configured seed nodes,
+    // or itself.
+    ClusterFormation formation =
+        options.kubernetes()
+            ? ClusterFormation.fromEnvironment(System::getenv)
+            : ClusterFormation.embedded();
     Config systemConfig =
         EmbeddedConfig.resolve(
             loaded,
-            PersistenceProfiles.embeddedH2(data)
+            embedded
+                .journal()
+                .profile(data)
+                .withFallback(formation.config())
                 .withFallback(GpuShareRuntime.config())
                 .withFallback(ConfigFactory.load()));
     ClockMode mode = options.clock().orElse(embedded.clock());
     if (mode == ClockMode.SYSTEM) {
       return new Prepared(
-          options, embedded, systemConfig, ArbiterClock.system(), now -> {}, webhookTls);
+          options, embedded, systemConfig, ArbiterClock.system(), now -> {}, webhookTls, formation);
     }
     ClockFile clockFile = new ClockFile(data);
     Instant start =
@@ -145,7 +164,13 @@ public final class Main {
             .orElse(embedded.manualClockStart());
     clockFile.record(start);
     return new Prepared(
-        options, embedded, systemConfig, new ManualClock(start), clockFile::record, webhookTls);
+        options,
+        embedded,
+        systemConfig,
+        new ManualClock(start),
+        clockFile::record,
+        webhookTls,
+        formation);
   }
 
   private static int start(Prepared prepared, PrintStream out, PrintStream err) {
@@ -160,7 +185,13 @@ public final class Main {
       }
       RuntimeSettings runtimeSettings = settings;
       GpuShareService service =
-          SchemaSetup.ensure(system)
+          prepared
+              .formation()
+              .start(system)
+              .thenCompose(
+                  up ->
+                      InitSchemaCommand.atStart(
+                          system, prepared.embedded().journal(), options.config()))
               .thenCompose(done -> GpuShareRuntime.start(system, runtimeSettings, prepared.clock()))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
@@ -177,9 +208,11 @@ public final class Main {
       }
       String url = "http://" + urlHost(options.host()) + ":" + binding.localAddress().getPort();
       LOG.info(
-          "gpushare ready: {} clock, data {}, {} configured node(s)",
+          "gpushare ready: {} clock, data {}, {} journal {}, {} configured node(s)",
           prepared.clock().manual() ? "manual" : "system",
           options.data().toAbsolutePath().normalize(),
+          prepared.embedded().journal().kind(),
+          SchemaSetup.databaseUrl(prepared.systemConfig()),
           prepared.embedded().settings().nodes().size());
       out.println("gpushare listening on " + url);
       out.flush();

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.io.TempDir;
 class CrashDurabilityTest {
 
   private static final String EOF = "<eof>";
-  private static final long STEP_SECONDS = 60;
+  static final long STEP_SECONDS = 60;
   private static final int ACKS_BEFORE_SECOND_OPEN = 50;
   private static final int ACKS_BEFORE_KILL = 200;
 
@@ -67,7 +67,9 @@ class CrashDurabilityTest {
 
       collectAcks(lines, ACKS_BEFORE_KILL, acknowledged, childErrors);
       assertTrue(child.isAlive(), "the child is still writing when it is killed");
-      child.destroyForcibly();
+      // SIGKILL through the handle: Process.destroyForcibly() would also close the pipe that
+      // still holds the child's last acknowledgements.
+      child.toHandle().destroyForcibly();
       assertTrue(child.waitFor(STEP_SECONDS, TimeUnit.SECONDS), "the child died");
       assertEquals(128 + 9, child.exitValue(), "the child ended by SIGKILL");
       collectAcks(lines, Integer.MAX_VALUE, acknowledged, childErrors);
@@ -127,7 +129,7 @@ class CrashDurabilityTest {
   }
 
   /** Reads {@code ACK <id> <n>} lines until {@code count} more arrived or the child's EOF. */
-  private static int collectAcks(
+  static int collectAcks(
       BlockingQueue<String> lines, int count, Map<String, Long> acknowledged, Path childErrors)
       throws Exception {
     int read = 0;
@@ -151,20 +153,20 @@ class CrashDurabilityTest {
     return read;
   }
 
-  private static void expect(BlockingQueue<String> lines, String expected, Path childErrors)
+  static void expect(BlockingQueue<String> lines, String expected, Path childErrors)
       throws Exception {
     String line = next(lines, childErrors);
     assertEquals(
         expected, line, () -> "first line of the child; its stderr:\n" + stderr(childErrors));
   }
 
-  private static String next(BlockingQueue<String> lines, Path childErrors) throws Exception {
+  static String next(BlockingQueue<String> lines, Path childErrors) throws Exception {
     String line = lines.poll(STEP_SECONDS, TimeUnit.SECONDS);
     assertNotNull(line, () -> "no output from the child; its stderr:\n" + stderr(childErrors));
     return line;
   }
 
-  private static String stderr(Path childErrors) {
+  static String stderr(Path childErrors) {
     try {
       return Files.readString(childErrors);
     } catch (IOException e) {
@@ -173,7 +175,7 @@ class CrashDurabilityTest {
   }
 
   /** The child's stdout, line by line, then {@link #EOF}; read on a daemon thread. */
-  private static BlockingQueue<String> readLines(Process child) {
+  static BlockingQueue<String> readLines(Process child) {
     BlockingQueue<String> lines = new LinkedBlockingQueue<>();
     Thread reader =
         new Thread(

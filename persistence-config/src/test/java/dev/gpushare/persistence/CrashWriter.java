@@ -20,12 +20,13 @@ import org.apache.pekko.persistence.typed.javadsl.EventHandler;
 import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
 
 /**
- * Child process of {@link CrashDurabilityTest}: opens the embedded H2 journal in {@code args[0]}
- * and lets {@value #WRITERS} entities persist without pause, writer {@code i} in batches of {@code
- * i + 1} events. It prints {@code READY} once the schema is set up and {@code ACK <persistenceId>
- * <sequenceNr>} for every event whose persist the journal has acknowledged, and nothing else to
- * stdout. It exits when stdin closes (the test is gone) or after {@value #MAX_SECONDS} seconds, so
- * it cannot outlive a failed test for long.
+ * Child process of {@link CrashDurabilityTest} and {@link PostgresCrashDurabilityTest}: opens the
+ * embedded H2 journal in {@code args[0]}, or with {@code --postgres URL} the PostgreSQL journal at
+ * {@code URL} (as {@link PostgresServer#USER}), and lets {@value #WRITERS} entities persist without
+ * pause, writer {@code i} in batches of {@code i + 1} events. It prints {@code READY} once the
+ * schema is set up and {@code ACK <persistenceId> <sequenceNr>} for every event whose persist the
+ * journal has acknowledged, and nothing else to stdout. It exits when stdin closes (the test is
+ * gone) or after {@value #MAX_SECONDS} seconds, so it cannot outlive a failed test for long.
  */
 public final class CrashWriter {
 
@@ -37,8 +38,11 @@ public final class CrashWriter {
 
   public static void main(String[] args) throws Exception {
     exitWhenStdinCloses();
-    Path dir = DataDirectory.prepare(Path.of(args[0]));
-    Config config = PersistenceProfiles.embeddedH2(dir).withFallback(ConfigFactory.load());
+    Config profile =
+        args[0].equals("--postgres")
+            ? PersistenceProfiles.postgres(args[1], PostgresServer.USER, PostgresServer.PASSWORD)
+            : PersistenceProfiles.embeddedH2(DataDirectory.prepare(Path.of(args[0])));
+    Config config = profile.withFallback(ConfigFactory.load());
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "crash-writer", config);
     system
         .scheduler()

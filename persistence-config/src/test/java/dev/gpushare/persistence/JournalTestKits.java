@@ -10,7 +10,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.db.SlickExtension;
 import org.apache.pekko.persistence.jdbc.db.SlickExtensionImpl;
 
-/** Test systems on the embedded H2 profile, as the server builds them. */
+/** Test systems on the embedded H2 and the PostgreSQL profile, as the server builds them. */
 final class JournalTestKits {
 
   static final Duration TIMEOUT = Duration.ofSeconds(30);
@@ -21,6 +21,14 @@ final class JournalTestKits {
   static ActorTestKit embedded(String name, Path dataDir) {
     return ActorTestKit.create(
         name, PersistenceProfiles.embeddedH2(dataDir).withFallback(ConfigFactory.load()));
+  }
+
+  /** A test kit whose system journals to the PostgreSQL database at {@code url}. */
+  static ActorTestKit postgres(String name, String url) {
+    return ActorTestKit.create(
+        name,
+        PersistenceProfiles.postgres(url, PostgresServer.USER, PostgresServer.PASSWORD)
+            .withFallback(ConfigFactory.load()));
   }
 
   /** A connection from the pool the journal uses, for looking at the raw tables. */

@@ -44,6 +44,7 @@ public final class ServerProcess implements AutoCloseable {
   private final List<String> extraArgs;
   private final List<String> jvmArgs;
   private final Map<String, String> environment;
+  private final String clock;
   private Process process;
   private URI baseUri;
   private Api api;
@@ -54,8 +55,10 @@ public final class ServerProcess implements AutoCloseable {
       Path dataDir,
       List<String> jvmArgs,
       Map<String, String> environment,
+      String clock,
       List<String> extraArgs) {
     this.label = label;
+    this.clock = clock;
     this.dataDir = dataDir;
     this.jvmArgs = List.copyOf(jvmArgs);
     // a copy that keeps null values (null = remove the variable from the child's environment)
@@ -79,7 +82,23 @@ public final class ServerProcess implements AutoCloseable {
       List<String> jvmArgs,
       Map<String, String> environment,
       String... extraArgs) {
-    ServerProcess s = new ServerProcess(label, dataDir, jvmArgs, environment, List.of(extraArgs));
+    return startWithClock(label, dataDir, "manual", jvmArgs, environment, extraArgs);
+  }
+
+  /**
+   * As {@link #start(String, Path, List, Map, String...)}, with the clock of {@code --clock} chosen
+   * ({@code manual} or {@code system}) — e.g. the members of a cluster, whose manual clocks would
+   * each stand still on their own.
+   */
+  public static ServerProcess startWithClock(
+      String label,
+      Path dataDir,
+      String clock,
+      List<String> jvmArgs,
+      Map<String, String> environment,
+      String... extraArgs) {
+    ServerProcess s =
+        new ServerProcess(label, dataDir, jvmArgs, environment, clock, List.of(extraArgs));
     s.launch();
     return s;
   }
@@ -149,7 +168,8 @@ public final class ServerProcess implements AutoCloseable {
     }
   }
 
-  private static String classPath() {
+  /** The class path the child JVMs run with: the test class path. */
+  static String classPath() {
     // Under surefire, java.class.path may be a manifest-only booter jar; that still works with
     // -cp, but the real class path is clearer in the logs when surefire exposes it.
     String cp = System.getProperty("surefire.test.class.path");
@@ -182,7 +202,7 @@ public final class ServerProcess implements AutoCloseable {
     cmd.add("--data");
     cmd.add(dataDir.toString());
     cmd.add("--clock");
-    cmd.add("manual");
+    cmd.add(clock);
     cmd.addAll(extraArgs);
 
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
