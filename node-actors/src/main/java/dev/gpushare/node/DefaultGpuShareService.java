@@ -145,7 +145,13 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .whenComplete(
             (d, e) -> {
               if (e != null) {
-                system.log().warn("waking the nodes after a member left failed: {}", e.toString());
+                // The directory itself may be moving off the member that left: try again.
+                system
+                    .log()
+                    .info("waking the nodes after a member left: {}; retrying", e.toString());
+                system
+                    .scheduler()
+                    .scheduleOnce(Duration.ofSeconds(5), this::wakeAll, system.executionContext());
               }
             });
   }
@@ -647,7 +653,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                     .forEach(b -> selected.add(new Placed(r.manifest().name(), b.key())));
               }
               selected.sort(Comparator.comparing((Placed p) -> p.key().ref()));
-              return all(selected.stream().map(this::podView).toList());
+              return all(selected.stream().map(this::maybePodView).toList())
+                  .thenApply(views -> views.stream().flatMap(Optional::stream).toList());
             });
   }
 
@@ -941,10 +948,24 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return items;
   }
 
+  /**
+   * The pod's view; NOT_FOUND while the pod is still being created (its name is claimed but its
+   * node's arbiter has not taken it yet) or after it is gone.
+   */
   private CompletionStage<PodView> podView(Placed p) {
+    return maybePodView(p)
+        .thenApply(v -> v.orElseThrow(() -> podNotFound(p.key().namespace(), p.key().name())));
+  }
+
+  private CompletionStage<Optional<PodView>> maybePodView(Placed p) {
     CompletionStage<PodActor.Record> record =
         entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
-    return record.thenCombine(book(p.node()), (r, b) -> podView(p, r, b));
+    return record.thenCombine(
+        book(p.node()),
+        (r, b) ->
+            r.status() == null && b.book().status(p.key().entityId()).isEmpty()
+                ? Optional.<PodView>empty()
+                : Optional.of(podView(p, r, b)));
   }
 
   private static PodView podView(Placed p, PodActor.Record r, NodeArbiter.BookView b) {
