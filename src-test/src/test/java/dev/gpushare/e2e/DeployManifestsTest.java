@@ -2,9 +2,11 @@ package dev.gpushare.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -18,8 +20,9 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.http.EmbeddedConfig;
+import dev.gpushare.http.LaunchException;
 import dev.gpushare.node.cluster.ClusterFormation;
-import io.fabric8.kubernetes.api.model.Capabilities;
+import dev.gpushare.persistence.JournalSettings;
 import io.fabric8.kubernetes.api.model.ConfigMap;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.ContainerPort;
@@ -30,6 +33,7 @@ import io.fabric8.kubernetes.api.model.IntOrString;
 import io.fabric8.kubernetes.api.model.Namespaced;
 import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.Quantity;
+import io.fabric8.kubernetes.api.model.Secret;
 import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.fabric8.kubernetes.api.model.Service;
 import io.fabric8.kubernetes.api.model.ServiceAccount;
@@ -43,6 +47,7 @@ import io.fabric8.kubernetes.api.model.admissionregistration.v1.ServiceReference
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhook;
 import io.fabric8.kubernetes.api.model.admissionregistration.v1.ValidatingWebhookConfiguration;
 import io.fabric8.kubernetes.api.model.apps.DaemonSet;
+import io.fabric8.kubernetes.api.model.batch.v1.Job;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicy;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyEgressRule;
 import io.fabric8.kubernetes.api.model.networking.v1.NetworkPolicyIngressRule;
@@ -61,6 +66,7 @@ import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.math.BigDecimal;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -108,6 +114,7 @@ class DeployManifestsTest {
       Set.of(
           "",
           "apps",
+          "batch",
           "rbac.authorization.k8s.io",
           "policy",
           "networking.k8s.io",
@@ -147,8 +154,17 @@ class DeployManifestsTest {
     }
   }
 
+  /** Documented templates ({@code *.example.yaml}): parsed like the rest, never kustomized. */
+  static final String EXAMPLE_SUFFIX = ".example.yaml";
+
+  /** The Secret the operator creates before installing; the members and the Job read it. */
+  static final String POSTGRES_SECRET = "gpushare-postgres";
+
+  static final String JOB = "gpushare-init-schema";
+
   static List<Path> manifestFiles;
   static List<Doc> docs;
+  static List<Doc> examples;
 
   @BeforeAll
   static void readManifests() throws IOException {
@@ -161,14 +177,27 @@ class DeployManifestsTest {
               .sorted()
               .toList();
     }
+    List<Path> templates =
+        manifestFiles.stream()
+            .filter(p -> p.getFileName().toString().endsWith(EXAMPLE_SUFFIX))
+            .toList();
+    manifestFiles =
+        manifestFiles.stream()
+            .filter(p -> !p.getFileName().toString().endsWith(EXAMPLE_SUFFIX))
+            .toList();
     assertFalse(manifestFiles.isEmpty(), "no manifest in " + DEPLOY);
+    docs = readDocs(manifestFiles);
+    examples = readDocs(templates);
+  }
+
+  static List<Doc> readDocs(List<Path> files) throws IOException {
     List<Doc> all = new ArrayList<>();
-    for (Path file : manifestFiles) {
+    for (Path file : files) {
       List<JsonNode> trees = yamlDocuments(Files.readString(file));
       assertEquals(1, trees.size(), file.getFileName() + ": one object per file");
       trees.forEach(t -> all.add(new Doc(file, t)));
     }
-    docs = List.copyOf(all);
+    return List.copyOf(all);
   }
 
   // ---------------------------------------------------------------- parsing and kustomization
@@ -189,7 +218,9 @@ class DeployManifestsTest {
 
   @Test
   void everyObjectParsesIntoFabric8sTypedModelWithoutUnknownFields() {
-    for (Doc d : docs) {
+    List<Doc> all = new ArrayList<>(docs);
+    all.addAll(examples);
+    for (Doc d : all) {
       String where = d.file().getFileName() + " (" + d.key() + ")";
       if (d.group().equals(CERT_MANAGER)) {
         GenericKubernetesResource r = K8S.convertValue(d.tree(), GenericKubernetesResource.class);
@@ -556,21 +587,9 @@ class DeployManifestsTest {
     assertEquals("all", env(c, "NVIDIA_VISIBLE_DEVICES"));
     assertEquals("utility", env(c, "NVIDIA_DRIVER_CAPABILITIES"));
 
-    // The one init container hands the journal directory to the arbiter's uid, and may do that
-    // only.
-    for (Container init : pod.getInitContainers()) {
-      SecurityContext isc = init.getSecurityContext();
-      assertNotEquals(Boolean.TRUE, isc.getPrivileged(), init.getName());
-      assertEquals(Boolean.FALSE, isc.getAllowPrivilegeEscalation(), init.getName());
-      Capabilities caps = isc.getCapabilities();
-      assertEquals(List.of("ALL"), caps.getDrop(), init.getName());
-      assertTrue(Set.of("CHOWN", "FOWNER").containsAll(caps.getAdd()), init.getName());
-      assertEquals(
-          Set.of(argValue("--data")),
-          init.getVolumeMounts().stream()
-              .map(VolumeMount::getMountPath)
-              .collect(Collectors.toSet()));
-    }
+    // The journal is in PostgreSQL: no host directory to hand to the arbiter's uid, so no root
+    // init container either.
+    assertEquals(List.of(), pod.getInitContainers(), "init containers");
 
     // No container holds a GPU: that would make the member an exclusive-GPU pod (SPEC §2).
     for (Container any : allContainers()) {
@@ -581,12 +600,159 @@ class DeployManifestsTest {
       }
     }
 
-    // The only host path is the journal: no /dev, no driver directory.
+    // No host path at all: no /dev, no driver directory, and no journal on the node (it is the
+    // shared PostgreSQL database). --data (clock.txt of a manual clock) is an emptyDir.
     List<Volume> hostPaths =
         pod.getVolumes().stream().filter(v -> v.getHostPath() != null).toList();
-    assertEquals(1, hostPaths.size(), "host paths: " + hostPaths);
-    assertEquals("/var/lib/gpushare", hostPaths.get(0).getHostPath().getPath());
-    assertEquals(hostPaths.get(0), volumeMountedAt(argValue("--data")));
+    assertEquals(List.of(), hostPaths, "host paths");
+    assertNotNull(volumeMountedAt(argValue("--data")).getEmptyDir(), "--data is an emptyDir");
+  }
+
+  // ---------------------------------------------------------------- the PostgreSQL journal
+
+  /** What the test's environment answers for the variable {@code password-env} names. */
+  static final String TEST_PASSWORD = "s3cret-from-the-secret";
+
+  @Test
+  void theConfigMapSelectsTheSharedPostgresJournalAsTheLauncherReadsIt() {
+    JournalSettings journal = launcherConfig().journal();
+    JournalSettings.Postgres pg =
+        assertInstanceOf(JournalSettings.Postgres.class, journal, journal.kind());
+    assertEquals("postgres", pg.kind());
+    assertEquals("jdbc:postgresql://gpushare-postgres." + NS + ".svc:5432/gpushare", pg.url());
+    assertEquals("gpushare", pg.user());
+    assertEquals(TEST_PASSWORD, pg.password(), "read from the variable password-env names");
+    assertFalse(pg.createSchema(), "operators own the DDL: the Job creates the tables");
+
+    // Without the variable (no Secret behind it) the launcher refuses to start, naming it.
+    LaunchException e =
+        assertThrows(LaunchException.class, () -> launcherConfig(Map.of()), "no PGPASSWORD");
+    assertTrue(e.getMessage().contains("PGPASSWORD"), e.getMessage());
+
+    // The members may reach the database's port (any address: it may be a managed server).
+    NetworkPolicy np = typed(doc("NetworkPolicy", "gpushare"));
+    int port = URI.create(pg.url().substring("jdbc:".length())).getPort();
+    assertEquals(5432, port);
+    assertTrue(
+        np.getSpec().getEgress().stream()
+            .anyMatch(
+                r ->
+                    r.getTo().isEmpty()
+                        && r.getPorts().stream()
+                            .anyMatch(
+                                p ->
+                                    "TCP".equals(p.getProtocol())
+                                        && p.getPort().getIntVal() == port)),
+        "egress to PostgreSQL on " + port);
+  }
+
+  @Test
+  void theMembersAndTheJobReadThePasswordFromThePostgresSecret() {
+    String variable = configMapJournal().getString("postgres.password-env");
+    assertEquals("PGPASSWORD", variable);
+    for (Container c : List.of(arbiter(), initSchemaContainer())) {
+      EnvVar e =
+          c.getEnv().stream()
+              .filter(v -> v.getName().equals(variable))
+              .findFirst()
+              .orElseThrow(() -> new AssertionError(c.getName() + " has no env " + variable));
+      assertNull(e.getValue(), c.getName() + ": never a literal password");
+      assertEquals(POSTGRES_SECRET, e.getValueFrom().getSecretKeyRef().getName(), c.getName());
+      assertEquals("password", e.getValueFrom().getSecretKeyRef().getKey(), c.getName());
+      assertNotEquals(Boolean.TRUE, e.getValueFrom().getSecretKeyRef().getOptional(), c.getName());
+    }
+    // The base holds no Secret; the documented template is not part of it.
+    assertTrue(docs.stream().noneMatch(d -> d.kind().equals("Secret")), "a Secret in the base");
+    Doc template =
+        examples.stream()
+            .filter(d -> d.kind().equals("Secret"))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no *" + EXAMPLE_SUFFIX + " Secret template"));
+    assertEquals("secret-postgres" + EXAMPLE_SUFFIX, template.file().getFileName().toString());
+    Secret secret = typed(template);
+    assertEquals(POSTGRES_SECRET, secret.getMetadata().getName());
+    assertEquals(NS, secret.getMetadata().getNamespace());
+    assertEquals(Set.of("password"), secret.getStringData().keySet());
+  }
+
+  @Test
+  void theInitSchemaJobRunsTheLauncherCommandWithTheMembersConfiguration() {
+    Job job = typed(doc("Job", JOB));
+    PodSpec pod = job.getSpec().getTemplate().getSpec();
+    Container c = initSchemaContainer();
+    assertEquals(List.of("init-schema", "--config", argValue("--config")), c.getArgs());
+    assertTrue(c.getCommand().isEmpty(), "the image's entrypoint, the launcher's Main");
+    assertEquals(arbiter().getImage(), c.getImage());
+
+    // The same ConfigMap file, mounted where --config points.
+    String dir = parent(argValue("--config"));
+    String volume =
+        c.getVolumeMounts().stream()
+            .filter(m -> m.getMountPath().equals(dir))
+            .map(VolumeMount::getName)
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("nothing mounted at " + dir));
+    Volume config =
+        pod.getVolumes().stream().filter(v -> v.getName().equals(volume)).findFirst().orElseThrow();
+    assertEquals(volumeMountedAt(dir).getConfigMap().getName(), config.getConfigMap().getName());
+
+    assertEquals("OnFailure", pod.getRestartPolicy());
+    assertTrue(job.getSpec().getBackoffLimit() > 0, "backoffLimit");
+    assertTrue(job.getSpec().getTtlSecondsAfterFinished() > 0, "ttlSecondsAfterFinished");
+    assertEquals(Boolean.FALSE, pod.getAutomountServiceAccountToken(), "no API access");
+    assertEquals(podSpec().getSecurityContext(), pod.getSecurityContext());
+    assertEquals(arbiter().getSecurityContext(), c.getSecurityContext());
+    assertEquals(List.of(), pod.getInitContainers());
+
+    // Not a member: cluster bootstrap's pod discovery and the members' NetworkPolicy skip it.
+    Map<String, String> labels = job.getSpec().getTemplate().getMetadata().getLabels();
+    Config cluster = ClusterFormation.kubernetesResource().resolve();
+    String selector =
+        cluster
+            .getString("pekko.discovery.kubernetes-api.pod-label-selector")
+            .replace(
+                "%s",
+                cluster.getString(
+                    "pekko.management.cluster.bootstrap.contact-point-discovery.service-name"));
+    String[] label = selector.split("=", 2);
+    assertNotEquals(label[1], labels.get(label[0]), "the Job's pod would be a contact point");
+    NetworkPolicy np = typed(doc("NetworkPolicy", "gpushare"));
+    assertFalse(
+        labels.entrySet().containsAll(np.getSpec().getPodSelector().getMatchLabels().entrySet()),
+        "the members' NetworkPolicy selects the Job");
+  }
+
+  @Test
+  void theNamespaceEnforcesPodSecurityRestrictedAndEveryPodMeetsIt() {
+    Map<String, String> labels = typed(doc("Namespace", NS)).getMetadata().getLabels();
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/enforce"));
+    Job job = typed(doc("Job", JOB));
+    for (PodSpec pod : List.of(podSpec(), job.getSpec().getTemplate().getSpec())) {
+      assertNotEquals(Boolean.TRUE, pod.getHostNetwork());
+      assertNotEquals(Boolean.TRUE, pod.getHostPID());
+      assertNotEquals(Boolean.TRUE, pod.getHostIPC());
+      assertEquals(Boolean.TRUE, pod.getSecurityContext().getRunAsNonRoot());
+      assertEquals("RuntimeDefault", pod.getSecurityContext().getSeccompProfile().getType());
+      for (Volume v : pod.getVolumes()) {
+        assertTrue(
+            v.getConfigMap() != null || v.getSecret() != null || v.getEmptyDir() != null,
+            "restricted allows configMap, secret and emptyDir here, not " + v);
+      }
+      List<Container> containers = new ArrayList<>(pod.getInitContainers());
+      containers.addAll(pod.getContainers());
+      for (Container c : containers) {
+        SecurityContext sc = c.getSecurityContext();
+        assertNotEquals(Boolean.TRUE, sc.getPrivileged(), c.getName());
+        assertEquals(Boolean.FALSE, sc.getAllowPrivilegeEscalation(), c.getName());
+        assertNotEquals(Long.valueOf(0), sc.getRunAsUser(), c.getName());
+        assertNotEquals(Boolean.FALSE, sc.getRunAsNonRoot(), c.getName());
+        assertEquals(List.of("ALL"), sc.getCapabilities().getDrop(), c.getName());
+        assertTrue(sc.getCapabilities().getAdd().isEmpty(), c.getName());
+        assertTrue(
+            c.getPorts().stream().allMatch(p -> p.getHostPort() == null),
+            c.getName() + " hostPort");
+      }
+    }
   }
 
   @Test
@@ -744,6 +910,7 @@ class DeployManifestsTest {
             "TCP/53",
             "TCP/443",
             "TCP/6443",
+            "TCP/5432",
             "TCP/" + REMOTING_PORT,
             "TCP/" + MANAGEMENT_PORT),
         egress);
@@ -783,6 +950,7 @@ class DeployManifestsTest {
     for (Container c : allContainers()) {
       assertEquals(image, c.getImage(), c.getName());
     }
+    assertEquals(image, initSchemaContainer().getImage(), JOB);
     assertEquals(
         podSpec().getSecurityContext().getRunAsUser(),
         Long.valueOf(childText(container, "user").split(":")[0]));
@@ -1069,22 +1237,47 @@ class DeployManifestsTest {
     return matching.get(0);
   }
 
-  /** The ConfigMap's file as the launcher reads it with {@code --config}. */
+  /**
+   * The ConfigMap's file as the launcher reads it with {@code --config}, in a pod whose {@code
+   * PGPASSWORD} comes from the Secret.
+   */
   static EmbeddedConfig launcherConfig() {
-    ConfigMap cm = typed(doc("ConfigMap", "gpushare-config"));
-    String file = Path.of(argValue("--config")).getFileName().toString();
+    return launcherConfig(Map.of("PGPASSWORD", TEST_PASSWORD));
+  }
+
+  /** The same with the given environment (never the test process's own). */
+  static EmbeddedConfig launcherConfig(Map<String, String> environment) {
     try {
       Path tmp = Files.createTempFile("gpushare", ".conf");
       try {
-        Files.writeString(tmp, cm.getData().get(file), StandardCharsets.UTF_8);
+        Files.writeString(tmp, configMapFile(), StandardCharsets.UTF_8);
         return EmbeddedConfig.from(
-            EmbeddedConfig.resolve(EmbeddedConfig.load(Optional.of(tmp)), ConfigFactory.empty()));
+            EmbeddedConfig.resolve(EmbeddedConfig.load(Optional.of(tmp)), ConfigFactory.empty()),
+            environment::get);
       } finally {
         Files.deleteIfExists(tmp);
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /** The text of the ConfigMap's file that {@code --config} names. */
+  static String configMapFile() {
+    ConfigMap cm = typed(doc("ConfigMap", "gpushare-config"));
+    return cm.getData().get(Path.of(argValue("--config")).getFileName().toString());
+  }
+
+  /** {@code gpushare.journal} of the ConfigMap's file, as HOCON. */
+  static Config configMapJournal() {
+    return ConfigFactory.parseString(configMapFile()).getConfig("gpushare.journal");
+  }
+
+  static Container initSchemaContainer() {
+    Job job = typed(doc("Job", JOB));
+    List<Container> containers = job.getSpec().getTemplate().getSpec().getContainers();
+    assertEquals(1, containers.size(), JOB + " containers");
+    return containers.get(0);
   }
 
   static Optional<Path> onPath(String command) {
