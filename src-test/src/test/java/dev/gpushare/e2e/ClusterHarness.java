@@ -111,14 +111,23 @@ final class ClusterHarness implements AutoCloseable {
     return h;
   }
 
-  /** A TCP port that was free a moment ago (bound to port 0, then closed). */
+  /**
+   * A TCP port that was free a moment ago, taken below Linux's ephemeral range (32768–60999 by
+   * default): a port picked in advance for a member's remoting must not be handed to another
+   * process's {@code --port 0} (or an outgoing connection) before that member binds it.
+   */
   static int freePort() {
-    try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      s.setReuseAddress(true);
-      return s.getLocalPort();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
+    java.util.Random random = new java.util.Random();
+    for (int attempt = 0; attempt < 200; attempt++) {
+      int port = 20_000 + random.nextInt(12_000);
+      try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+        s.setReuseAddress(true);
+        return s.getLocalPort();
+      } catch (IOException taken) {
+        // try another
+      }
     }
+    throw new IllegalStateException("no free port between 20000 and 32000 after 200 tries");
   }
 
   String jdbcUrl() {
