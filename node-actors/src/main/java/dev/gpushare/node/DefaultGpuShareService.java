@@ -114,7 +114,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             names -> {
               CompletionStage<Done> recovery = done();
               for (String node : names) {
-                recovery = recovery.thenCompose(d -> recover(node));
+                recovery = recovery.thenCompose(d -> recoverPatiently(node, 3));
               }
               return recovery;
             })
@@ -123,6 +123,35 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               ready = true;
               return d;
             });
+  }
+
+  /**
+   * {@link #recover} at start-up, tried again when an ask times out (in a cluster the node's shard
+   * may be moving to this member right now). A node that still does not answer does not stop the
+   * start: it recovers on its next message, and {@link #wakeAll} tries again when members change.
+   */
+  private CompletionStage<Done> recoverPatiently(String node, int attemptsLeft) {
+    return recover(node)
+        .handle(
+            (d, e) -> {
+              if (e == null) {
+                return done();
+              }
+              if (attemptsLeft > 1) {
+                system
+                    .log()
+                    .info("node {} did not answer at start ({}); trying again", node, e.toString());
+                return recoverPatiently(node, attemptsLeft - 1);
+              }
+              system
+                  .log()
+                  .warn(
+                      "node {} did not answer at start: {}; it recovers on its next message",
+                      node,
+                      e.toString());
+              return done();
+            })
+        .thenCompose(x -> x);
   }
 
   /**
