@@ -7,6 +7,7 @@ import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
 import dev.gpushare.node.cluster.NodeShardAllocation;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.sharding.typed.ClusterShardingSettings;
 import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
 import org.apache.pekko.cluster.sharding.typed.ShardingMessageExtractor;
 import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
@@ -56,7 +57,11 @@ public final class Entities {
                 ARBITER,
                 ctx -> NodeArbiter.create(ctx.getEntityId(), peers.apply(ctx.getEntityId()), clock))
             .withMessageExtractor(new ByNode<>())
-            .withAllocationStrategy(NodeShardAllocation.create()));
+            .withAllocationStrategy(NodeShardAllocation.create())
+            // An arbiter runs timers (duration-based preemption): when its shard moves (home to
+            // its node's member after a fail-over, or away from a member that left) it must start
+            // again at once on the new member, not when the next request happens to arrive.
+            .withSettings(ClusterShardingSettings.create(system).withRememberEntities(true)));
     sharding.init(
         Entity.of(NODE, ctx -> NodeActor.create(ctx.getEntityId(), reserved, clock))
             .withMessageExtractor(new ByNode<>())

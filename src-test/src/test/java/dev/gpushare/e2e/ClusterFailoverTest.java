@@ -1,5 +1,6 @@
 package dev.gpushare.e2e;
 
+import static dev.gpushare.e2e.AckedRequests.effect;
 import static dev.gpushare.e2e.Checks.assertInvariants;
 import static dev.gpushare.e2e.Checks.queueOrder;
 import static dev.gpushare.e2e.Checks.withoutTimes;
@@ -11,6 +12,9 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.gpushare.e2e.AckedRequests.Kind;
+import dev.gpushare.e2e.AckedRequests.Op;
+import dev.gpushare.e2e.AckedRequests.Track;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -241,20 +245,8 @@ class ClusterFailoverTest {
     assertEquals(List.of(), refused, "4xx answers for valid requests during the fail-over");
 
     // 2. No acknowledged request is lost.
-    List<String> lost = new ArrayList<>();
-    for (Track track : stream.tracks.values()) {
-      JsonNode v = a2.pod(track.pod);
-      String state = v.path("state").asText();
-      if (track.uncertain != null) {
-        Set<String> allowed = new HashSet<>(effect(track.lastAcked));
-        allowed.addAll(effect(track.uncertain.kind));
-        if (!allowed.contains(state)) {
-          lost.add(track.pod + " is " + state + ", allowed " + allowed + " (" + track + ")");
-        }
-      } else if (!effect(track.lastAcked).contains(state)) {
-        lost.add(track.pod + " is " + state + " after acknowledged " + track.lastAckedOp);
-      }
-    }
+    List<String> lost =
+        AckedRequests.lost(stream.tracks.values(), pod -> a2.pod(pod).path("state").asText());
     assertEquals(List.of(), lost, "acknowledged requests lost in the fail-over");
     // In particular the pods left alone since the kill: acknowledged before it, found after it.
     List<String> frozen = new ArrayList<>();
@@ -392,65 +384,6 @@ class ClusterFailoverTest {
   }
 
   // ------------------------------------------------------------------ the stream of requests
-
-  enum Kind {
-    DEMAND,
-    RELEASE
-  }
-
-  /** The states a pod may be in after the last acknowledged request of this kind. */
-  private static Set<String> effect(Kind kind) {
-    if (kind == Kind.DEMAND) {
-      return Set.of("Ready", "Running");
-    }
-    return Set.of("Hibernation"); // null (never demanded) too
-  }
-
-  /** One request: when it was sent, whether and when it was acknowledged. */
-  static final class Op {
-    final String pod;
-    final Kind kind;
-    final String via;
-    final long sendNanos;
-    volatile long ackNanos = -1;
-    volatile int status = -1;
-    volatile String answer;
-
-    Op(String pod, Kind kind, String via) {
-      this.pod = pod;
-      this.kind = kind;
-      this.via = via;
-      this.sendNanos = System.nanoTime();
-    }
-
-    @Override
-    public String toString() {
-      return kind
-          + " "
-          + pod
-          + " via "
-          + via
-          + (ackNanos > 0 ? " acked" : " → " + (status < 0 ? "" : status + " ") + answer);
-    }
-  }
-
-  /** What a client knows of one pod: its last acknowledged request, and an unanswered one. */
-  static final class Track {
-    final String pod;
-    Kind lastAcked = Kind.RELEASE; // Hibernation at the start
-    Op lastAckedOp;
-    Op lastDemand;
-    Op uncertain;
-
-    Track(String pod) {
-      this.pod = pod;
-    }
-
-    @Override
-    public String toString() {
-      return "last acknowledged " + lastAckedOp + ", unanswered " + uncertain;
-    }
-  }
 
   /**
    * Client threads, each with its own pods, alternating demand and release on them through the

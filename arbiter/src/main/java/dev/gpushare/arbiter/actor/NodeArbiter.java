@@ -32,6 +32,7 @@ import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -229,10 +230,24 @@ public final class NodeArbiter
         .onSignal(
             RecoveryCompleted.instance(),
             book -> {
+              // The witness of invariant 4 (one arbiter per node): from here until PostStop this
+              // incarnation decides for the node; the partition test checks that these spans never
+              // overlap across members.
+              ctx.getLog()
+                  .info(
+                      "node {}: arbiter active on {} after recovering {} event(s)",
+                      node,
+                      ctx.getSystem().address(),
+                      lastSequenceNumber(ctx));
               latest = book;
               ledgersChecked = false;
               ctx.getSelf().tell(new Tick(null));
             })
+        .onSignal(
+            PostStop.instance(),
+            book ->
+                ctx.getLog()
+                    .info("node {}: arbiter stopped on {}", node, ctx.getSystem().address()))
         .build();
   }
 
