@@ -17,4 +17,11 @@ public interface GpuBackend {
 
   /** Whether the device can take work now. */
   boolean healthy(String uuid);
+
+  /**
+   * One telemetry sample of every device, ordered by index: memory, utilisation, processes, health
+   * and MIG mode. Blocking (the NVML backend calls into the driver): run it on a dedicated blocking
+   * dispatcher, never on an actor's thread.
+   */
+  List<GpuSample> sample();
 }

@@ -3,6 +3,8 @@ package dev.gpushare.gpu;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -51,6 +53,32 @@ public final class SimulatedGpuBackend implements GpuBackend {
   @Override
   public boolean healthy(String uuid) {
     return !unhealthy.contains(uuid);
+  }
+
+  /**
+   * A minimal sample: every device idle (0 MiB used, utilisation 0, no processes), MIG disabled,
+   * and healthy unless {@link #setHealthy} said otherwise.
+   */
+  @Override
+  public List<GpuSample> sample() {
+    List<GpuSample> samples = new ArrayList<>();
+    for (GpuDevice d : devices()) {
+      GpuHealth health =
+          healthy(d.uuid())
+              ? GpuHealth.HEALTHY
+              : GpuHealth.unhealthy("marked unhealthy (simulated)");
+      samples.add(
+          new GpuSample(
+              d.index(),
+              d.uuid(),
+              0,
+              d.memoryMiB(),
+              OptionalInt.of(0),
+              List.of(),
+              health,
+              Optional.of(false)));
+    }
+    return samples;
   }
 
   /** Simulates a device failing ({@code false}) or coming back ({@code true}). */

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.UUID;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -95,6 +97,33 @@ class SimulatedGpuBackendTest {
         assertThrows(IllegalArgumentException.class, () -> backend.resize(-3));
     assertTrue(resized.getMessage().contains("-3"), resized.getMessage());
     assertEquals(2, backend.devices().size(), "a rejected resize changes nothing");
+  }
+
+  @Test
+  void aSampleShowsEveryDeviceIdleWithItsHealth() {
+    SimulatedGpuBackend backend = new SimulatedGpuBackend("gpu-node-1", 2, "NVIDIA H20", 97_871);
+    backend.setHealthy(1, false);
+
+    List<GpuSample> samples = backend.sample();
+
+    assertEquals(2, samples.size());
+    GpuSample gpu0 = samples.get(0);
+    assertEquals(
+        new GpuSample(
+            0,
+            SimulatedGpuBackend.uuidOf("gpu-node-1", 0),
+            0,
+            97_871,
+            OptionalInt.of(0),
+            List.of(),
+            GpuHealth.HEALTHY,
+            Optional.of(false)),
+        gpu0);
+    GpuSample gpu1 = samples.get(1);
+    assertEquals(1, gpu1.index());
+    assertFalse(gpu1.health().healthy());
+    assertTrue(gpu1.health().reason().isPresent());
+    assertEquals(List.of(), new SimulatedGpuBackend("cpu-node", 0, "none", 0).sample());
   }
 
   @Test

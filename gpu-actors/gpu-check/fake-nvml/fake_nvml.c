@@ -1,0 +1,174 @@
+/*
+ * A fake libnvidia-ml.so.1 for machines without a GPU: just enough of NVML's C ABI (the functions
+ * dev.gpushare.gpu.nvml.NvmlBackend calls, with nvml.h's struct layouts) to drive the real JNI
+ * wrapper (libjninvml.so from the JavaCPP CUDA presets) and the Java code above it.
+ *
+ * It proves the loading path (no CUDA runtime needed), the JavaCPP bindings and the backend's
+ * handling of processes, MIG, lost GPUs and Xid events. It proves nothing about a real driver.
+ *
+ *   gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c
+ *   gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -DFAKE_OLD_DRIVER -o ... fake_nvml.c
+ *
+ * FAKE_OLD_DRIVER leaves out what old drivers lack (_v3 process queries, nvmlDeviceGetMigMode,
+ * nvmlDeviceGetProcessUtilization, nvmlEventSetWait_v2, nvmlSystemGetCudaDriverVersion_v2).
+ *
+ * Environment: FAKE_NVML_GPUS (default 2), FAKE_NVML_INIT_RC (what nvmlInit_v2 returns),
+ * FAKE_NVML_LOST=i (device i answers NVML_ERROR_GPU_IS_LOST after discovery), FAKE_NVML_XID=i:n
+ * (one Xid n event for device i), FAKE_NVML_MIG=i (MIG enabled on device i).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+#define NVML_SUCCESS 0
+#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NOT_FOUND 6
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
+#define NVML_ERROR_TIMEOUT 10
+#define NVML_ERROR_GPU_IS_LOST 15
+#define MIB (1024ULL * 1024ULL)
+
+typedef struct fake_device { unsigned int index; } *nvmlDevice_t;
+typedef struct fake_event_set { int unused; } *nvmlEventSet_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long timeStamp;
+  unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType, eventData;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+static struct fake_device devices[16];
+static struct fake_event_set event_set;
+
+static int env_int(const char *name, int fallback) {
+  const char *v = getenv(name);
+  return v && *v ? atoi(v) : fallback;
+}
+static unsigned int count(void) {
+  int n = env_int("FAKE_NVML_GPUS", 2);
+  return n < 0 ? 0 : n > 16 ? 16 : (unsigned int) n;
+}
+static int lost(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_LOST", -1); }
+static int mig(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_MIG", -1); }
+
+nvmlReturn_t nvmlInit_v2(void) { return env_int("FAKE_NVML_INIT_RC", NVML_SUCCESS); }
+nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
+const char *nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "fake error"; }
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  snprintf(version, length, "%s", "999.99.99-fake");
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { *n = count(); return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *device) {
+  if (i >= count()) return NVML_ERROR_INVALID_ARGUMENT;
+  devices[i].index = i;
+  *device = &devices[i];
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
+  *index = d->index;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length) {
+  snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012u", d->index);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
+  snprintf(name, length, "%s", "NVIDIA H20 (fake)");
+  return NVML_SUCCESS;
+}
+static int discovered = 0; /* GPU_IS_LOST only after discovery, as when a GPU falls off the bus */
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
+  if (lost(d) && discovered++ > 0) return NVML_ERROR_GPU_IS_LOST;
+  m->total = 97871ULL * MIB;
+  m->used = d->index == 0 ? 1536ULL * MIB : 0;
+  m->free = m->total - m->used;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
+  if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  if (mig(d)) return NVML_ERROR_NOT_SUPPORTED;
+  u->gpu = d->index == 0 ? 42 : 0;
+  u->memory = d->index == 0 ? 17 : 0;
+  return NVML_SUCCESS;
+}
+
+/* Device 0 runs two processes; the second does not report its memory. */
+static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t *infos) {
+  if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  unsigned int have = d->index == 0 ? 2 : 0;
+  if (*n < have) { *n = have; return NVML_ERROR_INSUFFICIENT_SIZE; }
+  *n = have;
+  if (have) {
+    memset(infos, 0, have * sizeof *infos);
+    infos[0].pid = 4242; infos[0].usedGpuMemory = 1024ULL * MIB;
+    infos[1].pid = 4343; infos[1].usedGpuMemory = ~0ULL; /* NVML_VALUE_NOT_AVAILABLE */
+  }
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *n,
+                                                     nvmlProcessInfo_t *infos) {
+  return processes(d, n, infos);
+}
+
+#ifndef FAKE_OLD_DRIVER
+static int xid_pending = 1;
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *version) { *version = 13000; return 0; }
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *n,
+                                                     nvmlProcessInfo_t *infos) {
+  return processes(d, n, infos);
+}
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {
+  if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  if (d->index == 1 && !mig(d)) return NVML_ERROR_NOT_SUPPORTED; /* a GPU without MIG */
+  *current = *pending = mig(d) ? 1 : 0;
+  return NVML_SUCCESS;
+}
+/* Two samples of pid 4242 (the newer says 55 %), none of 4343; nothing newer than 2000. */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
+                                             nvmlProcessUtilizationSample_t *samples,
+                                             unsigned int *n, unsigned long long lastSeen) {
+  if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  if (d->index != 0 || lastSeen >= 2000) return NVML_ERROR_NOT_FOUND;
+  if (samples == NULL || *n < 2) { *n = 2; return NVML_ERROR_INSUFFICIENT_SIZE; }
+  memset(samples, 0, 2 * sizeof *samples);
+  samples[0].pid = 4242; samples[0].timeStamp = 1000; samples[0].smUtil = 30;
+  samples[1].pid = 4242; samples[1].timeStamp = 2000; samples[1].smUtil = 55;
+  *n = 2;
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int ms) {
+  const char *xid = getenv("FAKE_NVML_XID");
+  unsigned int device, n;
+  if (!xid_pending || !xid || sscanf(xid, "%u:%u", &device, &n) != 2 || device >= count())
+    return NVML_ERROR_TIMEOUT;
+  xid_pending = 0;
+  memset(data, 0, sizeof *data);
+  data->device = &devices[device];
+  data->eventType = 8; /* nvmlEventTypeXidCriticalError */
+  data->eventData = n;
+  return NVML_SUCCESS;
+}
+#endif
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) { *set = &event_set; return NVML_SUCCESS; }
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types,
+                                      nvmlEventSet_t set) {
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) { return NVML_SUCCESS; }
