@@ -16,6 +16,9 @@ public final class PodNotes {
   public static final String PREEMPT = "GPUSharePreempt";
   public static final String FRAGMENTED = "GPUShareFragmented";
   public static final String PINNED = "GPUSharePinned";
+  public static final String IDLE = "GPUShareIdle";
+  public static final String IDLE_RELEASED = "GPUShareIdleReleased";
+  public static final String MEMORY_EXCEEDED = "GPUShareMemoryExceeded";
 
   /** A Kubernetes Event on a pod. */
   public record EventNote(String type, String reason, String message, Instant time)
@@ -63,5 +66,46 @@ public final class PodNotes {
   public static ConditionNote pinnedCondition(int gpu, String uuid, Instant at) {
     return new ConditionNote(
         ALLOCATED_CONDITION, "True", PINNED, "pinned to GPU " + gpu + " (" + uuid + ").", at);
+  }
+
+  /** Idle past the node's idle-release time: the pod is asked to hibernate (SPEC §4). */
+  public static EventNote idleEvent(
+      java.time.Duration idleFor, java.time.Duration grace, Instant at) {
+    return new EventNote(
+        "Normal",
+        IDLE,
+        "GPU share idle for "
+            + idleFor.toSeconds()
+            + " s; please hibernate: it is released in "
+            + grace.toSeconds()
+            + " s unless the pod uses the GPU.",
+        at);
+  }
+
+  /** Still idle after the grace: the share is released. */
+  public static EventNote idleReleasedEvent(java.time.Duration idleFor, Instant at) {
+    return new EventNote(
+        "Normal",
+        IDLE_RELEASED,
+        "GPU share released after " + idleFor.toSeconds() + " s without GPU activity.",
+        at);
+  }
+
+  /** Memory used over the pod's memory limit: the share is revoked. */
+  public static EventNote memoryExceededEvent(
+      long usedMiB, long limitMiB, int limitPercent, long gpuMiB, Instant at) {
+    return new EventNote(
+        "Warning",
+        MEMORY_EXCEEDED,
+        "GPU memory used "
+            + usedMiB
+            + " MiB exceeds the pod's limit of "
+            + limitMiB
+            + " MiB ("
+            + limitPercent
+            + " % of "
+            + gpuMiB
+            + " MiB); the share is revoked.",
+        at);
   }
 }

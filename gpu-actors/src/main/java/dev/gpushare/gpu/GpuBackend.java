@@ -1,6 +1,9 @@
 package dev.gpushare.gpu;
 
+import dev.gpushare.gpu.proc.PodCgroup;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Where GPUs come from: the devices of this node and their health. The simulated backend serves the
@@ -24,4 +27,16 @@ public interface GpuBackend {
    * dispatcher, never on an actor's thread.
    */
   List<GpuSample> sample();
+
+  /**
+   * The UID of the pod a process on the node belongs to, if it is a pod's: from {@code
+   * /proc/<pid>/cgroup} ({@link ProcessPods}) on a real node; the simulated backend knows its
+   * scripted processes' pods.
+   */
+  default Optional<String> podUidOf(long pid) {
+    return SYSTEM_PROCESSES.podOf(pid).map(PodCgroup::podUid);
+  }
+
+  /** The node's own {@code /proc}. */
+  ProcessPods SYSTEM_PROCESSES = new ProcessPods();
 }

@@ -3,6 +3,7 @@ package dev.gpushare.gpu;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -20,6 +21,7 @@ public final class SimulatedGpuBackend implements GpuBackend {
   private final long memoryMiB;
   private volatile int count;
   private final Set<String> unhealthy = ConcurrentHashMap.newKeySet();
+  private final Map<Integer, List<SimulatedProcess>> processes = new ConcurrentHashMap<>();
 
   public SimulatedGpuBackend(String node, int count, String model, long memoryMiB) {
     if (count < 0) {
@@ -56,8 +58,17 @@ public final class SimulatedGpuBackend implements GpuBackend {
   }
 
   /**
-   * A minimal sample: every device idle (0 MiB used, utilisation 0, no processes), MIG disabled,
-   * and healthy unless {@link #setHealthy} said otherwise.
+   * A scripted compute process: the pod it belongs to (what {@code /proc/<pid>/cgroup} tells on a
+   * real node), the device memory it uses and its SM utilisation of the whole GPU (empty: the
+   * "driver" does not report it).
+   */
+  public record SimulatedProcess(
+      long pid, String podUid, long usedMemoryMiB, OptionalInt smUtilizationPercent) {}
+
+  /**
+   * Every device as scripted ({@link #script}): memory used is the sum of its processes' memory,
+   * utilisation the sum of their SM utilisation (at most 100); unscripted devices are idle with no
+   * processes. MIG disabled; healthy unless {@link #setHealthy} said otherwise.
    */
   @Override
   public List<GpuSample> sample() {
@@ -67,18 +78,51 @@ public final class SimulatedGpuBackend implements GpuBackend {
           healthy(d.uuid())
               ? GpuHealth.HEALTHY
               : GpuHealth.unhealthy("marked unhealthy (simulated)");
+      List<SimulatedProcess> scripted = processes.getOrDefault(d.index(), List.of());
+      long used = 0;
+      int sm = 0;
+      List<GpuProcessSample> listed = new ArrayList<>();
+      for (SimulatedProcess p : scripted) {
+        used += p.usedMemoryMiB();
+        sm += p.smUtilizationPercent().orElse(0);
+        listed.add(new GpuProcessSample(p.pid(), p.usedMemoryMiB(), p.smUtilizationPercent()));
+      }
       samples.add(
           new GpuSample(
               d.index(),
               d.uuid(),
-              0,
+              used,
               d.memoryMiB(),
-              OptionalInt.of(0),
-              List.of(),
+              OptionalInt.of(Math.min(100, sm)),
+              listed,
               health,
               Optional.of(false)));
     }
     return samples;
+  }
+
+  /**
+   * Scripts what device {@code index} runs from now on (replacing what was scripted): its
+   * processes, each of a pod. An empty list makes the device idle again.
+   */
+  public void script(int index, List<SimulatedProcess> running) {
+    if (index < 0 || index >= count) {
+      throw new IllegalArgumentException(
+          "GPU index " + index + " of node " + node + ": want 0.." + (count - 1));
+    }
+    processes.put(index, List.copyOf(running));
+  }
+
+  @Override
+  public Optional<String> podUidOf(long pid) {
+    for (List<SimulatedProcess> list : processes.values()) {
+      for (SimulatedProcess p : list) {
+        if (p.pid() == pid) {
+          return Optional.of(p.podUid());
+        }
+      }
+    }
+    return Optional.empty();
   }
 
   /** Simulates a device failing ({@code false}) or coming back ({@code true}). */

@@ -99,7 +99,9 @@ final class FakeGpuShareService implements GpuShareService {
         state.equals("Ready") ? 3L : null,
         null,
         List.of(),
-        List.of());
+        List.of(),
+        null,
+        null);
   }
 
   private <T> CompletionStage<T> answer(String call, Supplier<T> value) {
@@ -166,6 +168,16 @@ final class FakeGpuShareService implements GpuShareService {
   public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
     return answer(
         "setGpuHealth " + node + " " + index + " " + healthy,
+        () -> Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node)));
+  }
+
+  @Override
+  public CompletionStage<NodeView> scriptGpu(
+      String node,
+      int index,
+      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
+    return answer(
+        "scriptGpu " + node + " " + index + " " + processes,
         () -> Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node)));
   }
 

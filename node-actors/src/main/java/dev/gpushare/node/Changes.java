@@ -2,6 +2,11 @@ package dev.gpushare.node;
 
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.Share;
+import dev.gpushare.arbiter.UsageRules;
+import dev.gpushare.gpu.GpuSample;
+import java.util.Map;
+import java.util.OptionalInt;
 
 /**
  * What changed, published cluster-wide (a Pekko pub-sub topic) so that every member's watchers,
@@ -19,4 +24,34 @@ public final class Changes {
 
   /** A node's config, conditions, GPUs or bound pods changed. */
   public record NodeChanged(String node) implements Change {}
+
+  /**
+   * The latest GPU telemetry of a node's Running pods (by pod entity id), published by the member
+   * that samples the node when it changed. Not journaled: the next sample replaces it.
+   */
+  public record UsageChanged(String node, Map<String, PodUsageReport> pods) implements Change {}
+
+  /**
+   * One Running pod's use of its GPU (SPEC §7): memory used and its limit in MiB, SM utilisation of
+   * the whole GPU and relative to the core limit (null: not reported), processes (-1: the driver
+   * lists none).
+   */
+  public record PodUsageReport(
+      long memoryUsedMiB,
+      long memoryLimitMiB,
+      Integer absoluteUtilization,
+      Integer relativeUtilization,
+      int processes)
+      implements JsonSerializable {
+
+    static PodUsageReport of(UsageRules.PodUsage usage, Share limits, GpuSample gpu) {
+      OptionalInt relative = UsageRules.relative(usage.smPercent(), limits.core());
+      return new PodUsageReport(
+          usage.memoryUsedMiB(),
+          UsageRules.memoryLimitMiB(limits.memory(), gpu.memoryTotalMiB()),
+          usage.smPercent().isPresent() ? usage.smPercent().getAsInt() : null,
+          relative.isPresent() ? relative.getAsInt() : null,
+          usage.processes());
+    }
+  }
 }

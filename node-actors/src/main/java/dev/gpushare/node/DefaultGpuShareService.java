@@ -17,6 +17,7 @@ import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
+import dev.gpushare.arbiter.WorkloadEnv;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
 import dev.gpushare.gpu.GpuDevice;
@@ -34,6 +35,8 @@ import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
 import dev.gpushare.node.api.Views.ShareView;
+import dev.gpushare.node.api.Views.UsageView;
+import dev.gpushare.node.api.Views.WorkloadView;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -74,6 +77,15 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private final Duration timeout;
   private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
   private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
+  private final LocalGpus local;
+
+  /** The latest GPU telemetry of each node's Running pods, as its sampling member published it. */
+  private final Map<String, Map<String, Changes.PodUsageReport>> usage = new ConcurrentHashMap<>();
+
+  /** What this member last published per node it samples. */
+  private final Map<String, Map<String, Changes.PodUsageReport>> published =
+      new ConcurrentHashMap<>();
+
   private volatile boolean ready;
 
   DefaultGpuShareService(
@@ -81,8 +93,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       Entities entities,
       ActorRef<Topic.Command<Changes.Change>> changes,
       RuntimeSettings settings,
-      ArbiterClock clock) {
+      ArbiterClock clock,
+      LocalGpus local) {
     this.system = system;
+    this.local = local;
     this.entities = entities;
     this.changes = changes;
     this.settings = settings;
@@ -651,7 +665,133 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       podChanged(p.key(), p.record());
     } else if (change instanceof Changes.NodeChanged n) {
       nodeChangedHere(n.node());
+    } else if (change instanceof Changes.UsageChanged u) {
+      usage.put(u.node(), u.pods());
     }
+  }
+
+  // ---- GPU telemetry (GpuTelemetry's side of the service) ----
+
+  /** The registered nodes this member samples ({@link LocalGpus}). */
+  CompletionStage<List<String>> sampledNodes() {
+    return registeredNodes().thenApply(local::sampled);
+  }
+
+  /** The backend to sample {@code node} through, shaped like its registered GPUs. */
+  CompletionStage<Optional<dev.gpushare.gpu.GpuBackend>> telemetryBackend(String node) {
+    return nodeRecord(node).thenApply(r -> local.backend(node, r.gpus()));
+  }
+
+  CompletionStage<NodeArbiter.BookView> bookOf(String node) {
+    return book(node);
+  }
+
+  /** Records an Event on a pod (the request to hibernate): the pod's state does not change. */
+  void tellPod(String node, PodKey key, PodNotes.EventNote note) {
+    entities
+        .pod(node, key)
+        .tell(
+            new PodActor.Notice(
+                new dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice(
+                    null, List.of(note), List.of(), false),
+                system.ignoreRef()));
+  }
+
+  /** Releases a Running pod's share for {@code reason} (idle, memory), with its Event. */
+  CompletionStage<NodeArbiter.Outcome> revoke(
+      String node, String pod, String reason, PodNotes.EventNote note) {
+    return entities.arbiter(node).ask(r -> new NodeArbiter.Release(pod, reason, note, r), timeout);
+  }
+
+  /** Publishes a node's pod usage cluster-wide when it changed since the last time. */
+  void publishUsage(String node, Map<String, Changes.PodUsageReport> pods) {
+    Map<String, Changes.PodUsageReport> copy = Map.copyOf(pods);
+    if (!copy.equals(published.get(node))) {
+      published.put(node, copy);
+      changes.tell(Topic.publish(new Changes.UsageChanged(node, copy)));
+    }
+  }
+
+  @Override
+  public CompletionStage<NodeView> scriptGpu(
+      String node, int index, List<SimulatedGpuBackend.SimulatedProcess> processes) {
+    return knownNode(node)
+        .thenCompose(d -> nodeRecord(node))
+        .thenCompose(
+            record -> {
+              if (!local.samples(node)) {
+                throw ServiceException.of(
+                    Kind.CONFLICT,
+                    new FieldError(
+                        "node",
+                        node,
+                        "the GPUs of node "
+                            + node
+                            + " are sampled by the member that runs on it; script them there"));
+              }
+              if (local.real(node).isPresent()) {
+                throw ServiceException.of(
+                    Kind.CONFLICT,
+                    new FieldError(
+                        "node",
+                        node,
+                        "node "
+                            + node
+                            + " has real GPUs ("
+                            + local.real(node).get().name()
+                            + "): there is nothing to script"));
+              }
+              if (index < 0 || index >= record.gpus().size()) {
+                throw ServiceException.of(
+                    Kind.NOT_FOUND,
+                    new FieldError(
+                        "index",
+                        Integer.toString(index),
+                        "node "
+                            + node
+                            + " has no GPU "
+                            + index
+                            + "; its GPUs are 0.."
+                            + (record.gpus().size() - 1)));
+              }
+              List<FieldError> errors = new ArrayList<>();
+              for (int i = 0; i < processes.size(); i++) {
+                SimulatedGpuBackend.SimulatedProcess p = processes.get(i);
+                String at = "processes[" + i + "]";
+                if (p.pid() <= 0) {
+                  errors.add(
+                      new FieldError(at + ".pid", Long.toString(p.pid()), at + ".pid must be > 0"));
+                }
+                if (p.podUid() == null || p.podUid().isBlank()) {
+                  errors.add(
+                      new FieldError(
+                          at + ".podUid",
+                          String.valueOf(p.podUid()),
+                          at + ".podUid is required: the UID of the pod the process belongs to"));
+                }
+                if (p.usedMemoryMiB() < 0) {
+                  errors.add(
+                      new FieldError(
+                          at + ".usedMemoryMiB",
+                          Long.toString(p.usedMemoryMiB()),
+                          at + ".usedMemoryMiB must be >= 0"));
+                }
+                if (p.smUtilizationPercent().isPresent()
+                    && (p.smUtilizationPercent().getAsInt() < 0
+                        || p.smUtilizationPercent().getAsInt() > 100)) {
+                  errors.add(
+                      new FieldError(
+                          at + ".smUtilizationPercent",
+                          Integer.toString(p.smUtilizationPercent().getAsInt()),
+                          at + ".smUtilizationPercent must be 0..100 (or absent: not reported)"));
+                }
+              }
+              if (!errors.isEmpty()) {
+                throw ServiceException.invalid(errors);
+              }
+              local.simulated(node, record.gpus()).script(index, processes);
+              return nodeView(node);
+            });
   }
 
   private void nodeChangedHere(String node) {
@@ -989,12 +1129,63 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private CompletionStage<Optional<PodView>> maybePodView(Placed p) {
     CompletionStage<PodActor.Record> record =
         entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
-    return record.thenCombine(
-        book(p.node()),
-        (r, b) ->
-            r.status() == null && b.book().status(p.key().entityId()).isEmpty()
-                ? Optional.<PodView>empty()
-                : Optional.of(podView(p, r, b)));
+    return record
+        .thenCombine(book(p.node()), (r, b) -> new Object[] {r, b})
+        .thenCompose(
+            rb -> {
+              PodActor.Record r = (PodActor.Record) rb[0];
+              NodeArbiter.BookView b = (NodeArbiter.BookView) rb[1];
+              if (r.status() == null && b.book().status(p.key().entityId()).isEmpty()) {
+                return CompletableFuture.completedFuture(Optional.<PodView>empty());
+              }
+              PodView view = podView(p, r, b);
+              if (view.gpu() == null || view.limits() == null) {
+                return CompletableFuture.completedFuture(Optional.of(view));
+              }
+              // A Running share: its telemetry, and what its workload exports (GPU memory).
+              return nodeRecord(p.node()).thenApply(n -> Optional.of(withGpuUse(view, n)));
+            });
+  }
+
+  private PodView withGpuUse(PodView v, NodeActor.Record node) {
+    Changes.PodUsageReport u =
+        usage
+            .getOrDefault(v.node(), Map.of())
+            .get(new PodKey(v.namespace(), v.name(), v.uid()).entityId());
+    long gpuMiB =
+        node.gpus().stream()
+            .filter(g -> g.uuid().equals(v.gpu().uuid()))
+            .mapToLong(GpuDevice::memoryMiB)
+            .findFirst()
+            .orElse(RuntimeSettings.DEFAULT_GPU_MEMORY_MIB);
+    Share limits = new Share(v.limits().core(), v.limits().memory());
+    return new PodView(
+        v.namespace(),
+        v.name(),
+        v.uid(),
+        v.node(),
+        v.policy(),
+        v.state(),
+        v.requests(),
+        v.limits(),
+        v.gpu(),
+        v.queuePosition(),
+        v.waitingSeconds(),
+        v.runningSeconds(),
+        v.conditions(),
+        v.events(),
+        u == null
+            ? null
+            : new UsageView(
+                u.memoryUsedMiB(),
+                u.memoryLimitMiB(),
+                u.absoluteUtilization(),
+                u.relativeUtilization(),
+                u.processes()),
+        "share-pool".equals(v.policy())
+            ? new WorkloadView(
+                WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, settings.gpu().mpsRoot()))
+            : null);
   }
 
   private static PodView podView(Placed p, PodActor.Record r, NodeArbiter.BookView b) {
@@ -1029,7 +1220,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         r.conditions().stream()
             .map(c -> new PodConditionView(c.type(), c.status(), c.reason(), c.message(), c.time()))
             .toList(),
-        r.events().stream().map(DefaultGpuShareService::eventView).toList());
+        r.events().stream().map(DefaultGpuShareService::eventView).toList(),
+        null,
+        null);
   }
 
   private static ShareView share(Share s) {

@@ -3,11 +3,16 @@ package dev.gpushare.node;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.cluster.NodeShardAllocation;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.pubsub.Topic;
@@ -22,6 +27,9 @@ import org.apache.pekko.cluster.typed.Subscribe;
  */
 public final class GpuShareRuntime {
   private GpuShareRuntime() {}
+
+  /** The dispatcher GPU telemetry samples on (NVML calls block): gpushare-runtime.conf. */
+  public static final String TELEMETRY_DISPATCHER = "gpushare-telemetry-dispatcher";
 
   /**
    * The actor-system settings the runtime needs (a cluster provider on loopback, sharding that
@@ -52,7 +60,26 @@ public final class GpuShareRuntime {
    */
   public static CompletionStage<GpuShareService> start(
       ActorSystem<?> system, RuntimeSettings settings, ArbiterClock clock) {
+    return start(system, settings, clock, Optional.empty());
+  }
+
+  /**
+   * As {@link #start(ActorSystem, RuntimeSettings, ArbiterClock)}, with the real backend (NVML) of
+   * the GPUs of the node this member runs on (its {@code node:<name>} role): telemetry of that node
+   * is sampled through it; without one, through a simulated backend.
+   */
+  public static CompletionStage<GpuShareService> start(
+      ActorSystem<?> system,
+      RuntimeSettings settings,
+      ArbiterClock clock,
+      Optional<GpuBackend> ownNodeBackend) {
     Cluster cluster = Cluster.get(system);
+    Optional<String> ownNode =
+        cluster.selfMember().getRoles().stream()
+            .map(NodeShardAllocation::nodeOf)
+            .flatMap(Optional::stream)
+            .findFirst();
+    LocalGpus local = new LocalGpus(ownNode, ownNodeBackend, formsItsOwnCluster(system));
     if (formsItsOwnCluster(system)) {
       cluster.manager().tell(Join.create(cluster.selfMember().address()));
     }
@@ -70,7 +97,7 @@ public final class GpuShareRuntime {
     ActorRef<Topic.Command<Changes.Change>> changes =
         system.systemActorOf(
             Topic.create(Changes.Change.class, Changes.TOPIC), "gpushare-changes", Props.empty());
-    service.set(new DefaultGpuShareService(system, holder[0], changes, settings, clock));
+    service.set(new DefaultGpuShareService(system, holder[0], changes, settings, clock, local));
     ActorRef<Changes.Change> subscriber =
         system.systemActorOf(
             Behaviors.receive(Changes.Change.class)
@@ -97,6 +124,13 @@ public final class GpuShareRuntime {
             "gpushare-member-removals",
             Props.empty());
     cluster.subscriptions().tell(Subscribe.create(removals, ClusterEvent.MemberRemoved.class));
+    // GPU telemetry of the nodes this member sees, sampled on its own blocking threads.
+    Executor blocking =
+        system.dispatchers().lookup(DispatcherSelector.fromConfig(TELEMETRY_DISPATCHER));
+    system.systemActorOf(
+        GpuTelemetry.create(service.get(), settings.gpu(), clock, blocking),
+        "gpushare-gpu-telemetry",
+        Props.empty());
     return service.get().start().thenApply(d -> service.get());
   }
 }

@@ -8,10 +8,19 @@ import java.util.List;
 /**
  * How the node runtime is set up: the simulated nodes to register at first start (a node already in
  * the journal keeps what the journal says), what the sharing module reserves per GPU, and how long
- * internal asks may take.
+ * internal asks may take, and the GPU side ({@link GpuSettings}).
  */
 public record RuntimeSettings(
-    List<SimulatedNode> nodes, ReservedPerGpu reservedPerGpu, Duration askTimeout) {
+    List<SimulatedNode> nodes,
+    ReservedPerGpu reservedPerGpu,
+    Duration askTimeout,
+    GpuSettings gpu) {
+
+  /** With the default GPU settings ({@link GpuSettings#DEFAULT}). */
+  public RuntimeSettings(
+      List<SimulatedNode> nodes, ReservedPerGpu reservedPerGpu, Duration askTimeout) {
+    this(nodes, reservedPerGpu, askTimeout, GpuSettings.DEFAULT);
+  }
 
   /**
    * A simulated GPU-HPN node: its manifest ({@code status.capacity["nvidia.com/gpu"]} gives the

@@ -23,9 +23,13 @@ import java.util.TreeSet;
 public final class Checks {
   private Checks() {}
 
-  /** Fields that move with time and are ignored when comparing snapshots. */
+  /**
+   * Fields that move with time and are ignored when comparing snapshots: clocks, and a Running
+   * pod's GPU telemetry ({@code usage}: the latest sample, absent until the first one after a
+   * start).
+   */
   static final Set<String> TIME_FIELDS =
-      Set.of("waitingSeconds", "runningSeconds", "lastHeartbeatTime");
+      Set.of("waitingSeconds", "runningSeconds", "lastHeartbeatTime", "usage");
 
   public static boolean isNull(JsonNode n) {
     return n == null || n.isNull() || n.isMissingNode();

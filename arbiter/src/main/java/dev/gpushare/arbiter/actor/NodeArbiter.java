@@ -86,8 +86,19 @@ public final class NodeArbiter
   /** Hibernation → Ready (or straight to Running). */
   public record Demand(String pod, ActorRef<Outcome> replyTo) implements Command {}
 
-  /** Ready → Hibernation, or Running → Hibernation. */
-  public record Release(String pod, ActorRef<Outcome> replyTo) implements Command {}
+  /**
+   * Ready → Hibernation, or Running → Hibernation. With a {@code reason} (the arbiter's own
+   * telemetry rules: {@code idle}, {@code memory}) only a Running pod is released, and {@code note}
+   * is the Event the pod gets.
+   */
+  public record Release(
+      String pod, String reason, PodNotes.EventNote note, ActorRef<Outcome> replyTo)
+      implements Command {
+    /** The pod's own release (the data plane's DELETE .../demand). */
+    public Release(String pod, ActorRef<Outcome> replyTo) {
+      this(pod, null, null, replyTo);
+    }
+  }
 
   /**
    * Make the arbiter's pods exactly {@code bound} (what the NodeActor says is bound): adds the
@@ -140,7 +151,15 @@ public final class NodeArbiter
 
   public record Granted(String decisionId, String pod, int gpu, Instant at) implements Event {}
 
-  public record Released(String pod, Instant at) implements Event {}
+  /**
+   * @param reason null when the pod released its share itself; {@code idle} or {@code memory} when
+   *     the telemetry rules took it back (added in 0.1: older events read as null)
+   */
+  public record Released(String pod, Instant at, String reason) implements Event {
+    public Released(String pod, Instant at) {
+      this(pod, at, null);
+    }
+  }
 
   public record Preempted(String decisionId, String by, int gpu, List<String> victims, Instant at)
       implements Event {}
@@ -360,14 +379,18 @@ public final class NodeArbiter
       return Effect().none();
     }
     PodState state = book.state(pod);
-    if (state == PodState.READY) {
+    if (state == PodState.READY && release.reason() == null) {
       outbox.add(notice(pod, List.of(), List.of()));
       return round(Effect().persist(new Withdrawn(pod, clock.now())), release.replyTo(), pod);
     }
     if (state == PodState.RUNNING) {
       outbox.add(free(book, book.holdings().get(pod)));
-      outbox.add(notice(pod, List.of(), List.of()));
-      return round(Effect().persist(new Released(pod, clock.now())), release.replyTo(), pod);
+      outbox.add(
+          notice(pod, release.note() == null ? List.of() : List.of(release.note()), List.of()));
+      return round(
+          Effect().persist(new Released(pod, clock.now(), release.reason())),
+          release.replyTo(),
+          pod);
     }
     return round(Effect().none(), release.replyTo(), pod);
   }

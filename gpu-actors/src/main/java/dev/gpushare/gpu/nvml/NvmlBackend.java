@@ -322,7 +322,7 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
     long totalMiB = d.info.memoryMiB();
     OptionalInt utilization = OptionalInt.empty();
     Optional<Boolean> mig = Optional.empty();
-    List<GpuProcessSample> processes = List.of();
+    List<GpuProcessSample> processes = null; // null: not listed
     try {
       try (nvmlMemory_t m = new nvmlMemory_t()) {
         NvmlCheck.require("nvmlDeviceGetMemoryInfo", nvmlDeviceGetMemoryInfo(d.handle, m));
@@ -342,7 +342,15 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
     }
     GpuHealth health = d.unhealthy == null ? GpuHealth.HEALTHY : GpuHealth.unhealthy(d.unhealthy);
     return new GpuSample(
-        d.info.index(), d.info.uuid(), usedMiB, totalMiB, utilization, processes, health, mig);
+        d.info.index(),
+        d.info.uuid(),
+        usedMiB,
+        totalMiB,
+        utilization,
+        processes == null ? List.of() : processes,
+        health,
+        mig,
+        processes != null);
   }
 
   private static OptionalInt utilization(Device d) {
@@ -367,6 +375,7 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
     }
   }
 
+  /** The device's compute processes, or null when the driver does not list them. */
   private List<GpuProcessSample> processes(Device d) {
     String function =
         NvmlSymbols.has(NvmlSymbols.COMPUTE_PROCESSES_V3)
@@ -375,7 +384,7 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
                 ? NvmlSymbols.COMPUTE_PROCESSES_V2
                 : null;
     if (function == null) {
-      return List.of();
+      return null; // a driver without the process queries: not listed
     }
     List<long[]> found = new ArrayList<>(); // {pid, usedMiB}
     try (IntPointer count = new IntPointer(1)) {
@@ -398,7 +407,7 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
         }
       }
       if (!NvmlCheck.optionalPerProcess(function, rc)) {
-        return List.of();
+        return null; // not supported, or no permission: not listed
       }
     }
     if (found.isEmpty()) {

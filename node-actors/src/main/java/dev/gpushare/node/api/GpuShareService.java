@@ -48,6 +48,17 @@ public interface GpuShareService {
    */
   CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy);
 
+  /**
+   * A simulated GPU's compute processes from now on (each of a pod, by UID), which the next
+   * telemetry samples report: the simulator's stand-in for a workload using its GPU. Only on the
+   * member that samples the node (embedded mode: the one member; a cluster: the node's own member,
+   * CONFLICT elsewhere); NOT_FOUND for an unknown node, INVALID for a bad index or process.
+   */
+  CompletionStage<NodeView> scriptGpu(
+      String node,
+      int index,
+      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes);
+
   /** Embedded mode: create a pod; without {@code nodeName} the embedded scheduler places it. */
   CompletionStage<PodView> createPod(PodManifest manifest);
 

@@ -69,7 +69,29 @@ public final class Views {
       Long waitingSeconds,
       Long runningSeconds,
       List<PodConditionView> conditions,
-      List<EventView> events) {}
+      List<EventView> events,
+      UsageView usage,
+      WorkloadView workload) {}
+
+  /**
+   * A Running pod's use of its GPU in the latest telemetry sample (SPEC §7): memory used, SM
+   * utilisation of the whole GPU ({@code absolute}) and relative to the pod's core limit ({@code
+   * relative}, the denominator is the limit); a utilisation is null when the driver does not report
+   * it, {@code processes} is -1 when it does not list processes.
+   */
+  public record UsageView(
+      long memoryUsedMiB,
+      long memoryLimitMiB,
+      Integer absoluteUtilization,
+      Integer relativeUtilization,
+      int processes) {}
+
+  /**
+   * What a Running share-pool pod's workload exports (the enforcement contract,
+   * deploy/mps/README.md): {@code CUDA_VISIBLE_DEVICES}, {@code CUDA_MPS_ACTIVE_THREAD_PERCENTAGE},
+   * {@code CUDA_MPS_PINNED_DEVICE_MEM_LIMIT}, and the MPS directories when the node runs MPS.
+   */
+  public record WorkloadView(Map<String, String> env) {}
 
   /** {@code {"now":"…","manual":true}}. */
   public record ClockView(Instant now, boolean manual) {}

@@ -160,6 +160,14 @@ final class FakeService implements GpuShareService {
   }
 
   @Override
+  public CompletionStage<NodeView> scriptGpu(
+      String node,
+      int index,
+      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
+    throw new UnsupportedOperationException();
+  }
+
+  @Override
   public CompletionStage<PodView> createPod(PodManifest manifest) {
     throw new UnsupportedOperationException();
   }

@@ -183,7 +183,9 @@ final class Fixtures {
         null,
         null,
         conditions,
-        events);
+        events,
+        null,
+        null);
   }
 
   static PodView running(String namespace, String name, String uid, String node, int gpu) {

@@ -1,0 +1,268 @@
+package dev.gpushare.node;
+
+import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.Share;
+import dev.gpushare.arbiter.ShareBook;
+import dev.gpushare.arbiter.UsageRules;
+import dev.gpushare.arbiter.UsageRules.PodUsage;
+import dev.gpushare.arbiter.UsageRules.Verdict;
+import dev.gpushare.arbiter.UsageRules.Watch;
+import dev.gpushare.arbiter.actor.NodeArbiter;
+import dev.gpushare.gpu.GpuBackend;
+import dev.gpushare.gpu.GpuProcessSample;
+import dev.gpushare.gpu.GpuSample;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Executor;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * Samples the GPUs this member sees ({@link LocalGpus}) every telemetry interval and puts the
+ * samples to work (ISSUE 5 point 4, the rules in {@link UsageRules}): each Running pod's memory and
+ * utilisation go to every member's views, a pod idle past the node's idle-release time is asked to
+ * hibernate and then released, and a pod over its memory limit has its share revoked. Decisions go
+ * through the node's arbiter like any release, so they are journaled and visible; samples are not
+ * journaled.
+ *
+ * <p>Sampling is blocking (NVML calls into the driver) and runs on the dedicated blocking executor;
+ * one round at a time, a tick that finds a round still running is skipped. What the rules remember
+ * (since when a pod is idle) lives here, per member: after a fail-over or a restart a pod's idle
+ * time counts again from the member's start, never from before it.
+ */
+final class GpuTelemetry {
+  private GpuTelemetry() {}
+
+  interface Msg {}
+
+  private enum Tick implements Msg {
+    INSTANCE
+  }
+
+  /** One round's samples, per node. */
+  private record Sampled(List<NodeSample> nodes, Throwable failure) implements Msg {}
+
+  /** One node's sample with what its arbiter held when it was taken. */
+  record NodeSample(
+      String node, GpuBackend backend, List<GpuSample> samples, NodeArbiter.BookView book) {}
+
+  static Behavior<Msg> create(
+      DefaultGpuShareService service, GpuSettings settings, ArbiterClock clock, Executor blocking) {
+    return Behaviors.setup(
+        ctx ->
+            Behaviors.withTimers(
+                timers -> {
+                  timers.startTimerWithFixedDelay(Tick.INSTANCE, settings.telemetryInterval());
+                  return new GpuTelemetry.State(ctx, service, settings, clock, blocking).idle();
+                }));
+  }
+
+  private static final class State {
+    private final ActorContext<Msg> ctx;
+    private final DefaultGpuShareService service;
+    private final GpuSettings settings;
+    private final ArbiterClock clock;
+    private final Executor blocking;
+    private final Instant startedAt;
+
+    /** Per node, per pod (entity id): the rules' memory, and the grant it belongs to. */
+    private final Map<String, Map<String, Watched>> watches = new HashMap<>();
+
+    private record Watched(Instant grantedAt, Watch watch) {}
+
+    State(
+        ActorContext<Msg> ctx,
+        DefaultGpuShareService service,
+        GpuSettings settings,
+        ArbiterClock clock,
+        Executor blocking) {
+      this.ctx = ctx;
+      this.service = service;
+      this.settings = settings;
+      this.clock = clock;
+      this.blocking = blocking;
+      this.startedAt = clock.now();
+    }
+
+    Behavior<Msg> idle() {
+      return Behaviors.receive(Msg.class)
+          .onMessageEquals(Tick.INSTANCE, this::round)
+          .onMessage(Sampled.class, s -> idle())
+          .build();
+    }
+
+    private Behavior<Msg> sampling() {
+      return Behaviors.receive(Msg.class)
+          .onMessageEquals(Tick.INSTANCE, Behaviors::same) // the round still runs: skip this tick
+          .onMessage(Sampled.class, this::onSampled)
+          .build();
+    }
+
+    private Behavior<Msg> round() {
+      ctx.pipeToSelf(
+          service
+              .sampledNodes()
+              .thenCompose(
+                  nodes -> {
+                    List<CompletableFuture<Optional<NodeSample>>> each = new ArrayList<>();
+                    for (String node : nodes) {
+                      each.add(sample(node).toCompletableFuture());
+                    }
+                    return CompletableFuture.allOf(each.toArray(new CompletableFuture<?>[0]))
+                        .thenApply(
+                            d ->
+                                each.stream()
+                                    .map(CompletableFuture::join)
+                                    .flatMap(Optional::stream)
+                                    .toList());
+                  }),
+          (nodes, failure) -> new Sampled(nodes == null ? List.of() : nodes, failure));
+      return sampling();
+    }
+
+    /** One node's devices sampled on the blocking executor, with its arbiter's book. */
+    private CompletionStage<Optional<NodeSample>> sample(String node) {
+      return service
+          .telemetryBackend(node)
+          .thenCompose(
+              backend -> {
+                if (backend.isEmpty()) {
+                  return CompletableFuture.completedFuture(Optional.<NodeSample>empty());
+                }
+                GpuBackend b = backend.get();
+                return CompletableFuture.supplyAsync(b::sample, blocking)
+                    .thenCombine(
+                        service.bookOf(node),
+                        (samples, book) -> Optional.of(new NodeSample(node, b, samples, book)));
+              })
+          .exceptionally(
+              e -> {
+                ctx.getLog().warn("node {}: GPU telemetry not sampled: {}", node, e.toString());
+                return Optional.empty();
+              });
+    }
+
+    private Behavior<Msg> onSampled(Sampled sampled) {
+      if (sampled.failure() != null) {
+        ctx.getLog().warn("GPU telemetry round failed: {}", sampled.failure().toString());
+      }
+      for (NodeSample s : sampled.nodes()) {
+        judge(s);
+      }
+      return idle();
+    }
+
+    private void judge(NodeSample s) {
+      Instant now = clock.now();
+      ShareBook book = s.book().book();
+      Map<Integer, GpuSample> byIndex = new HashMap<>();
+      s.samples().forEach(g -> byIndex.put(g.index(), g));
+      Map<String, Watched> mine = watches.computeIfAbsent(s.node(), n -> new HashMap<>());
+      Map<String, Watched> kept = new HashMap<>();
+      Map<String, Changes.PodUsageReport> reports = new HashMap<>();
+      for (Map.Entry<String, ShareBook.Holding> e : book.holdings().entrySet()) {
+        String pod = e.getKey();
+        ShareBook.Holding holding = e.getValue();
+        GpuSample gpu = byIndex.get(holding.gpu());
+        ShareBook.Member member = book.members().get(pod);
+        if (gpu == null || member == null) {
+          continue;
+        }
+        PodKey key = member.key();
+        PodUsage usage = usageOf(gpu, key.uid(), s.backend());
+        Share limits = member.spec().limits();
+        reports.put(pod, Changes.PodUsageReport.of(usage, limits, gpu));
+        if (!book.isSharePoolPod(pod)) {
+          continue; // a static pod is pinned for its whole life: shown, never released
+        }
+        Watched was = mine.get(pod);
+        Watch before =
+            was != null && was.grantedAt().equals(holding.since())
+                ? was.watch()
+                : Watch.grantedAt(later(holding.since(), startedAt));
+        Verdict v =
+            UsageRules.judge(
+                before,
+                usage,
+                limits,
+                gpu.memoryTotalMiB(),
+                settings.idle(),
+                settings.enforceMemory(),
+                now);
+        kept.put(pod, new Watched(holding.since(), v.watch()));
+        act(s.node(), pod, key, v);
+      }
+      watches.put(s.node(), kept);
+      service.publishUsage(s.node(), reports);
+    }
+
+    private void act(String node, String pod, PodKey key, Verdict v) {
+      switch (v.action()) {
+        case NONE:
+          return;
+        case ASK_TO_HIBERNATE:
+          ctx.getLog().info("node {}: {} {}", node, key.ref(), v.note().message());
+          service.tellPod(node, key, v.note());
+          return;
+        case RELEASE_IDLE:
+        case REVOKE_FOR_MEMORY:
+          String reason = v.action() == UsageRules.Action.RELEASE_IDLE ? "idle" : "memory";
+          ctx.getLog().info("node {}: {} {}", node, key.ref(), v.note().message());
+          service
+              .revoke(node, pod, reason, v.note())
+              .whenComplete(
+                  (o, e) -> {
+                    if (e != null) {
+                      ctx.getSystem()
+                          .log()
+                          .warn("node {}: revoking {} ({}) failed: {}", node, pod, reason, e);
+                    }
+                  });
+          return;
+        default:
+          throw new IllegalStateException("unknown action " + v.action());
+      }
+    }
+
+    private static Instant later(Instant a, Instant b) {
+      return a.isAfter(b) ? a : b;
+    }
+  }
+
+  /**
+   * What the sample says of the pod with {@code uid} on that GPU: its processes (by their cgroup,
+   * or the simulator's script), their memory and SM use; unknown when the driver lists no
+   * processes.
+   */
+  static PodUsage usageOf(GpuSample gpu, String uid, GpuBackend backend) {
+    if (!gpu.processesListed()) {
+      return PodUsage.UNKNOWN;
+    }
+    long memory = 0;
+    int sm = 0;
+    boolean smKnown = true;
+    int count = 0;
+    for (GpuProcessSample p : gpu.processes()) {
+      if (!backend.podUidOf(p.pid()).map(uid::equals).orElse(false)) {
+        continue;
+      }
+      count++;
+      memory += p.usedMemoryMiB();
+      if (p.smUtilizationPercent().isPresent()) {
+        sm += p.smUtilizationPercent().getAsInt();
+      } else {
+        smKnown = false;
+      }
+    }
+    return new PodUsage(memory, smKnown ? OptionalInt.of(sm) : OptionalInt.empty(), count);
+  }
+}

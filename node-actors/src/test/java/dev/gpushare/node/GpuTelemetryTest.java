@@ -1,0 +1,251 @@
+package dev.gpushare.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.arbiter.UsageRules.IdleSettings;
+import dev.gpushare.gpu.GpuBackends;
+import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.Views.EventView;
+import dev.gpushare.node.api.Views.PodView;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * GPU telemetry put to work (ISSUE 5 point 4) over the real runtime with the scriptable simulated
+ * backend: usage in the pod view, the workload's environment, memory over the limit revoking the
+ * share, idle release after a request to hibernate. Time is a manual clock; sampling runs every 50
+ * ms of real time, and every wait is bounded.
+ */
+class GpuTelemetryTest {
+  @TempDir static Path snapshots;
+  static ActorTestKit kit;
+  static GpuShareService service;
+  static ManualClock clock = new ManualClock(Instant.parse("2026-01-01T00:00:00Z"));
+  static final String MPS = "/run/gpushare/mps";
+
+  @BeforeAll
+  static void start() throws Exception {
+    kit = ActorTestKit.create("telemetry-test", TestSystems.config(snapshots));
+    GpuSettings gpu =
+        new GpuSettings(
+            GpuBackends.Mode.SIMULATED,
+            Duration.ofMillis(50),
+            new IdleSettings(Optional.of(Duration.ofMinutes(10)), Duration.ofSeconds(60)),
+            true,
+            Optional.of(MPS));
+    service =
+        await(
+            GpuShareRuntime.start(
+                kit.system(),
+                new RuntimeSettings(List.of(), ReservedPerGpu.DEFAULT, Duration.ofSeconds(10), gpu),
+                clock));
+  }
+
+  @AfterAll
+  static void stop() {
+    kit.shutdownTestKit();
+  }
+
+  static <T> T await(CompletionStage<T> stage) throws Exception {
+    return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+  }
+
+  static PodView awaitPod(String name, String what, Predicate<PodView> condition) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    PodView last = null;
+    while (System.nanoTime() < deadline) {
+      last = await(service.pod("default", name));
+      if (condition.test(last)) {
+        return last;
+      }
+      Thread.sleep(20);
+    }
+    fail("pod " + name + ": not within 20 s: " + what + "; last " + last);
+    return null;
+  }
+
+  static boolean hasEvent(PodView p, String reason) {
+    return p.events().stream().anyMatch(e -> e.reason().equals(reason));
+  }
+
+  static long countEvents(PodView p, String reason) {
+    return p.events().stream().filter(e -> e.reason().equals(reason)).count();
+  }
+
+  static PodView running(String node, String name, int limit) throws Exception {
+    await(service.createPod(GpuShareServiceTest.pod(node, name, limit, limit)));
+    PodView p = await(service.demand("default", name));
+    assertEquals("Running", p.state(), () -> name + " runs");
+    return p;
+  }
+
+  static void script(String node, int gpu, SimulatedProcess... processes) throws Exception {
+    await(service.scriptGpu(node, gpu, List.of(processes)));
+  }
+
+  @Test
+  void aRunningPodShowsItsUseRelativeToItsLimitAndWhatItsWorkloadExports() throws Exception {
+    await(service.putNode(GpuShareServiceTest.node("t-use", 2, null)));
+    PodView a = running("t-use", "use-a", 50);
+    assertNotNull(a.workload(), "a Running share-pool pod has its workload's environment");
+    String uuid = a.gpu().uuid();
+    assertEquals(
+        Map.of(
+            "CUDA_VISIBLE_DEVICES", uuid,
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50",
+            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", uuid + "=40779M",
+            "CUDA_MPS_PIPE_DIRECTORY", MPS + "/" + uuid + "/pipe",
+            "CUDA_MPS_LOG_DIRECTORY", MPS + "/" + uuid + "/log"),
+        a.workload().env());
+
+    script(
+        "t-use",
+        a.gpu().index(),
+        new SimulatedProcess(101, a.uid(), 6000, OptionalInt.of(15)),
+        new SimulatedProcess(102, a.uid(), 4000, OptionalInt.of(5)),
+        new SimulatedProcess(900, "someone-else", 1000, OptionalInt.of(30)));
+    PodView used =
+        awaitPod("use-a", "usage sampled", p -> p.usage() != null && p.usage().processes() == 2);
+    assertEquals(10000, used.usage().memoryUsedMiB());
+    assertEquals(40779, used.usage().memoryLimitMiB());
+    assertEquals(20, used.usage().absoluteUtilization());
+    assertEquals(40, used.usage().relativeUtilization(), "denominator = the core limit (SPEC §7)");
+    assertEquals("Running", used.state());
+
+    PodView asleep = await(service.release("default", "use-a"));
+    assertEquals("Hibernation", asleep.state());
+    assertNull(asleep.workload(), "no GPU, nothing to export");
+    assertNull(asleep.usage());
+  }
+
+  @Test
+  void memoryOverTheLimitRevokesTheShareWithAWarningEvent() throws Exception {
+    await(service.putNode(GpuShareServiceTest.node("t-mem", 1, null)));
+    PodView m = running("t-mem", "mem-a", 50);
+    script("t-mem", 0, new SimulatedProcess(201, m.uid(), 40779, OptionalInt.of(40)));
+    awaitPod(
+        "mem-a",
+        "usage at the limit sampled",
+        p -> p.usage() != null && p.usage().memoryUsedMiB() == 40779);
+    script("t-mem", 0, new SimulatedProcess(201, m.uid(), 40780, OptionalInt.of(40)));
+    PodView revoked = awaitPod("mem-a", "revoked", p -> p.state().equals("Hibernation"));
+    EventView e =
+        revoked.events().stream()
+            .filter(x -> x.reason().equals(PodNotes.MEMORY_EXCEEDED))
+            .findFirst()
+            .orElseThrow();
+    assertEquals("Warning", e.type());
+    assertEquals(
+        "GPU memory used 40780 MiB exceeds the pod's limit of 40779 MiB (50 % of 81559 MiB);"
+            + " the share is revoked.",
+        e.message());
+    assertEquals(0, await(service.node("t-mem")).gpus().get(0).inUse().core(), "share freed");
+    // The pod may demand again: it gets the GPU back (and is judged afresh).
+    script("t-mem", 0);
+    assertEquals("Running", await(service.demand("default", "mem-a")).state());
+  }
+
+  @Test
+  void anIdlePodIsAskedToHibernateAndReleasedAfterTheGraceUnlessItWorks() throws Exception {
+    await(service.putNode(GpuShareServiceTest.node("t-idle", 2, null)));
+    PodView lazy = running("t-idle", "idle-lazy", 50);
+    PodView busy = running("t-idle", "idle-busy", 50);
+    script(
+        "t-idle",
+        busy.gpu().index(),
+        new SimulatedProcess(301, busy.uid(), 100, OptionalInt.of(25)));
+    awaitPod("idle-busy", "working", p -> p.usage() != null && p.usage().processes() == 1);
+
+    await(service.advance(Duration.ofMinutes(10)));
+    PodView asked = awaitPod("idle-lazy", "asked to hibernate", p -> hasEvent(p, PodNotes.IDLE));
+    assertEquals("Running", asked.state(), "asked, not yet released");
+    assertTrue(
+        asked.events().stream()
+            .anyMatch(
+                x ->
+                    x.reason().equals(PodNotes.IDLE)
+                        && x.type().equals("Normal")
+                        && x.message()
+                            .endsWith("it is released in 60 s unless the pod uses the GPU.")));
+
+    await(service.advance(Duration.ofSeconds(60)));
+    PodView released = awaitPod("idle-lazy", "released", p -> p.state().equals("Hibernation"));
+    assertTrue(hasEvent(released, PodNotes.IDLE_RELEASED), () -> "event: " + released.events());
+    PodView stillBusy = await(service.pod("default", "idle-busy"));
+    assertEquals("Running", stillBusy.state(), "a working pod is never released");
+    assertEquals(0, countEvents(stillBusy, PodNotes.IDLE));
+
+    // The busy pod stops working: its idle time starts now, not at its grant.
+    script("t-idle", busy.gpu().index());
+    awaitPod("idle-busy", "idle sampled", p -> p.usage() != null && p.usage().processes() == 0);
+    await(service.advance(Duration.ofMinutes(9)));
+    await(service.advance(Duration.ofMinutes(1)));
+    awaitPod("idle-busy", "asked after 10 idle minutes", p -> hasEvent(p, PodNotes.IDLE));
+    // It works again within the grace: not released, and a later idle stretch counts anew.
+    script(
+        "t-idle",
+        busy.gpu().index(),
+        new SimulatedProcess(302, busy.uid(), 100, OptionalInt.of(10)));
+    awaitPod("idle-busy", "working again", p -> p.usage() != null && p.usage().processes() == 1);
+    await(service.advance(Duration.ofSeconds(120)));
+    script("t-idle", busy.gpu().index());
+    awaitPod("idle-busy", "idle again", p -> p.usage() != null && p.usage().processes() == 0);
+    await(service.advance(Duration.ofMinutes(10)));
+    PodView again =
+        awaitPod("idle-busy", "asked a second time", p -> countEvents(p, PodNotes.IDLE) == 2);
+    assertEquals("Running", again.state(), "never released while it worked within the grace");
+  }
+
+  @Test
+  void scriptingRefusesWhatIsNotThereWithTheFieldNamed() throws Exception {
+    await(service.putNode(GpuShareServiceTest.node("t-bad", 1, null)));
+    ExecutionException noGpu =
+        assertThrows(
+            ExecutionException.class, () -> await(service.scriptGpu("t-bad", 3, List.of())));
+    ServiceException e = (ServiceException) noGpu.getCause();
+    assertEquals(ServiceException.Kind.NOT_FOUND, e.kind());
+    assertTrue(e.getMessage().contains("has no GPU 3"), e.getMessage());
+    ExecutionException bad =
+        assertThrows(
+            ExecutionException.class,
+            () ->
+                await(
+                    service.scriptGpu(
+                        "t-bad",
+                        0,
+                        List.of(new SimulatedProcess(0, " ", -1, OptionalInt.of(101))))));
+    ServiceException invalid = (ServiceException) bad.getCause();
+    assertEquals(ServiceException.Kind.INVALID, invalid.kind());
+    assertEquals(
+        List.of(
+            "processes[0].pid",
+            "processes[0].podUid",
+            "processes[0].usedMemoryMiB",
+            "processes[0].smUtilizationPercent"),
+        invalid.errors().stream().map(f -> f.field()).toList());
+  }
+}
