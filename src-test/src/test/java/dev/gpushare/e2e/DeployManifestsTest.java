@@ -70,6 +70,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
@@ -81,6 +82,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import javax.xml.parsers.DocumentBuilderFactory;
@@ -1043,6 +1045,455 @@ class DeployManifestsTest {
       Files.deleteIfExists(overlay);
       Files.deleteIfExists(out);
       Files.deleteIfExists(err);
+    }
+  }
+
+  // ---------------------------------------------------------------- the mps component
+
+  /** The opt-in CUDA MPS component: one control daemon per GPU (deploy/mps/README.md). */
+  static final Path MPS = DEPLOY.resolve("mps");
+
+  /** The pipe root: the same path on the host, in mps-control, the arbiter and the workloads. */
+  static final String MPS_ROOT = "/run/gpushare/mps";
+
+  static final String MPS_CONTAINER = "mps-control";
+
+  /** Pod Security "baseline" lets a container add these capabilities and no other. */
+  static final Set<String> BASELINE_CAPABILITIES =
+      Set.of(
+          "AUDIT_WRITE",
+          "CHOWN",
+          "DAC_OVERRIDE",
+          "FOWNER",
+          "FSETID",
+          "KILL",
+          "MKNOD",
+          "NET_BIND_SERVICE",
+          "SETFCAP",
+          "SETGID",
+          "SETPCAP",
+          "SETUID",
+          "SYS_CHROOT");
+
+  static final List<String> FAKE_GPUS =
+      List.of(
+          "GPU-11111111-2222-3333-4444-555555555555", "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee");
+
+  @Test
+  void theMpsComponentListsEveryFileOfItsDirectoryAndEachParsesWithoutUnknownFields()
+      throws IOException {
+    JsonNode k = YAML.readTree(MPS.resolve("kustomization.yaml").toFile());
+    assertEquals("kustomize.config.k8s.io/v1alpha1", k.path("apiVersion").asText());
+    assertEquals("Component", k.path("kind").asText());
+    Set<String> resources = new TreeSet<>();
+    k.path("resources").forEach(r -> assertTrue(resources.add(r.asText()), "listed twice: " + r));
+    Set<String> patches = new TreeSet<>();
+    for (JsonNode p : k.path("patches")) {
+      assertTrue(p.has("path"), "every patch is a file of the component: " + p);
+      assertFalse(p.has("patch"), "no inline patch: " + p);
+      assertTrue(patches.add(p.path("path").asText()), "listed twice: " + p);
+    }
+    assertEquals(Set.of("configmap-mps-daemons.yaml"), resources);
+    assertEquals(Set.of("daemonset-mps.yaml", "namespace-privileged.yaml"), patches);
+    Set<String> listed = new TreeSet<>(resources);
+    listed.addAll(patches);
+    Set<String> present;
+    try (Stream<Path> files = Files.list(MPS)) {
+      present =
+          files
+              .map(p -> p.getFileName().toString())
+              .filter(n -> n.endsWith(".yaml") && !n.equals("kustomization.yaml"))
+              .collect(Collectors.toCollection(TreeSet::new));
+    }
+    assertEquals(present, listed, "kustomization.yaml vs deploy/mps/*.yaml");
+    assertTrue(Files.isRegularFile(MPS.resolve("README.md")), "deploy/mps/README.md");
+    for (String file : listed) {
+      Doc d = mpsDoc(file);
+      if (d.kind().equals("Namespace")) {
+        assertEquals(NS, d.name(), d.key());
+      } else {
+        assertEquals(NS, d.namespace(), d.key());
+      }
+      assertEquals(List.of(), unknownFields(typed(d)), file + ": fields fabric8 does not know");
+    }
+  }
+
+  @Test
+  void theMpsPatchTargetsTheDaemonSetAndAddsExactlyTheMpsControlContainer() throws IOException {
+    Doc patchDoc = mpsDoc("daemonset-mps.yaml");
+    DaemonSet patch = typed(patchDoc);
+    DaemonSet base = typed(doc("DaemonSet", "gpushare"));
+    assertEquals(base.getMetadata().getName(), patch.getMetadata().getName());
+    assertEquals(base.getMetadata().getNamespace(), patch.getMetadata().getNamespace());
+    PodSpec pod = patch.getSpec().getTemplate().getSpec();
+    assertNull(pod.getHostIPC(), "no hostIPC: the shm directory is mounted instead");
+    assertNull(pod.getHostPID());
+    assertNull(pod.getHostNetwork());
+    assertNull(pod.getSecurityContext(), "the pod's security context stays the base's");
+    assertTrue(pod.getInitContainers().isEmpty());
+
+    // Strategic merge by name: the arbiter's entry and one new container.
+    List<String> names = pod.getContainers().stream().map(Container::getName).toList();
+    assertEquals(List.of("gpushare", MPS_CONTAINER), names);
+    Set<String> added = new TreeSet<>(names);
+    podSpec().getContainers().forEach(c -> added.remove(c.getName()));
+    assertEquals(Set.of(MPS_CONTAINER), added);
+
+    // The arbiter's entry only adds its two variables; nothing of the base's container changes.
+    JsonNode arbiterEntry =
+        patchDoc.tree().path("spec").path("template").path("spec").path("containers").get(0);
+    Set<String> fields = new TreeSet<>();
+    arbiterEntry.fieldNames().forEachRemaining(fields::add);
+    assertEquals(Set.of("name", "env"), fields);
+    Container arbiterPatch = pod.getContainers().get(0);
+    Map<String, String> arbiterEnv = new TreeMap<>();
+    arbiterPatch.getEnv().forEach(e -> arbiterEnv.put(e.getName(), e.getValue()));
+    assertEquals(Map.of("GPUSHARE_MPS", "on", "GPUSHARE_MPS_ROOT", MPS_ROOT), arbiterEnv);
+    for (EnvVar e : arbiter().getEnv()) {
+      assertFalse(arbiterEnv.containsKey(e.getName()), "the base already sets " + e.getName());
+    }
+
+    Container mps = pod.getContainers().get(1);
+    ConfigMap script = typed(mpsDoc("configmap-mps-daemons.yaml"));
+    assertEquals(List.of("/bin/sh", "/etc/gpushare/mps/mps-daemons.sh"), mps.getCommand());
+    assertTrue(mps.getArgs().isEmpty(), mps.getArgs().toString());
+    assertTrue(mps.getImage().startsWith("nvcr.io/nvidia/cuda:"), mps.getImage());
+    assertEquals(MPS_ROOT, env(mps, "MPS_ROOT"));
+    assertEquals("all", env(mps, "NVIDIA_VISIBLE_DEVICES"));
+    // compute: nvidia-cuda-mps-control and -server; utility: nvidia-smi (the host's, mounted).
+    assertEquals(
+        Set.of("compute", "utility"), Set.of(env(mps, "NVIDIA_DRIVER_CAPABILITIES").split(",")));
+    assertEquals("true", env(mps, "NVIDIA_DISABLE_REQUIRE"));
+    assertTrue(mps.getPorts().isEmpty());
+    // The MPS servers run in this container: a limit would kill every client's server.
+    assertTrue(mps.getResources().getLimits().isEmpty(), "no limits");
+    assertNotNull(mps.getResources().getRequests().get("cpu"));
+    assertNotNull(mps.getResources().getRequests().get("memory"));
+
+    // As restrictive as MPS allows: root with six default capabilities, nothing more.
+    SecurityContext sc = mps.getSecurityContext();
+    assertEquals(Boolean.FALSE, sc.getPrivileged());
+    assertEquals(Boolean.FALSE, sc.getAllowPrivilegeEscalation());
+    assertEquals(Boolean.TRUE, sc.getReadOnlyRootFilesystem());
+    assertEquals(Long.valueOf(0), sc.getRunAsUser());
+    assertEquals(Boolean.FALSE, sc.getRunAsNonRoot(), "overrides the pod's runAsNonRoot");
+    assertEquals(List.of("ALL"), sc.getCapabilities().getDrop());
+    Set<String> caps = new TreeSet<>(sc.getCapabilities().getAdd());
+    assertEquals(Set.of("CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETGID", "SETUID"), caps);
+    assertTrue(BASELINE_CAPABILITIES.containsAll(caps), caps.toString());
+
+    // Its volumes are new ones; the two hostPaths are the pipe root and its shm directory.
+    Map<String, Volume> volumes = new TreeMap<>();
+    pod.getVolumes().forEach(v -> volumes.put(v.getName(), v));
+    assertEquals(Set.of("mps-script", "mps-root", "mps-shm", "mps-tmp"), volumes.keySet());
+    podSpec()
+        .getVolumes()
+        .forEach(v -> assertFalse(volumes.containsKey(v.getName()), "base volume " + v));
+    Map<String, VolumeMount> mounts = new TreeMap<>();
+    mps.getVolumeMounts().forEach(m -> mounts.put(m.getName(), m));
+    assertEquals(volumes.keySet(), mounts.keySet(), "every volume mounted, only these");
+
+    Volume root = volumes.get("mps-root");
+    assertEquals(MPS_ROOT, root.getHostPath().getPath());
+    assertEquals("DirectoryOrCreate", root.getHostPath().getType());
+    assertEquals(MPS_ROOT, mounts.get("mps-root").getMountPath());
+    assertNotEquals(Boolean.TRUE, mounts.get("mps-root").getReadOnly(), "the sockets are there");
+
+    Volume shm = volumes.get("mps-shm");
+    assertEquals(MPS_ROOT + "/shm", shm.getHostPath().getPath());
+    assertEquals("DirectoryOrCreate", shm.getHostPath().getType());
+    assertEquals("/dev/shm", mounts.get("mps-shm").getMountPath());
+
+    Volume scriptVolume = volumes.get("mps-script");
+    assertEquals(script.getMetadata().getName(), scriptVolume.getConfigMap().getName());
+    assertEquals(Boolean.TRUE, mounts.get("mps-script").getReadOnly());
+    Path command = Path.of(mps.getCommand().get(1));
+    assertEquals(command.getParent().toString(), mounts.get("mps-script").getMountPath());
+    assertTrue(
+        script.getData().containsKey(command.getFileName().toString()),
+        "the command is the ConfigMap's script");
+
+    assertNotNull(volumes.get("mps-tmp").getEmptyDir());
+    assertEquals("/tmp", mounts.get("mps-tmp").getMountPath());
+  }
+
+  @Test
+  void theMpsComponentRelaxesTheNamespaceToPrivilegedAndNothingElse() throws IOException {
+    Doc d = mpsDoc("namespace-privileged.yaml");
+    assertEquals("Namespace", d.kind());
+    HasMetadata ns = typed(d);
+    assertEquals(NS, ns.getMetadata().getName());
+    assertEquals(
+        Map.of("pod-security.kubernetes.io/enforce", "privileged"), ns.getMetadata().getLabels());
+    // What it relaxes: the base enforces restricted.
+    assertEquals(
+        "restricted",
+        typed(doc("Namespace", NS))
+            .getMetadata()
+            .getLabels()
+            .get("pod-security.kubernetes.io/enforce"));
+  }
+
+  @Test
+  void theMpsScriptConfigMapParsesAndItsScriptIsValidPosixSh() throws Exception {
+    ConfigMap cm = typed(mpsDoc("configmap-mps-daemons.yaml"));
+    assertEquals(NS, cm.getMetadata().getNamespace());
+    assertEquals(Set.of("mps-daemons.sh"), cm.getData().keySet());
+    String script = mpsScript();
+    assertTrue(script.startsWith("#!/bin/sh\n"), "a POSIX sh script");
+    assertTrue(script.contains("MPS_ROOT=${MPS_ROOT:-" + MPS_ROOT + "}"), "the root's default");
+    assertTrue(script.contains("MPS_CHECK_SECONDS=${MPS_CHECK_SECONDS:-10}"), "checks every 10 s");
+    Optional<Path> sh = onPath("sh");
+    Assumptions.assumeTrue(sh.isPresent(), "sh is not on PATH");
+    Path dir = Files.createTempDirectory("gpushare-mps");
+    try {
+      Path file = Files.writeString(dir.resolve("mps-daemons.sh"), script);
+      Path out = dir.resolve("out");
+      Process p =
+          new ProcessBuilder(sh.get().toString(), "-n", file.toString())
+              .redirectErrorStream(true)
+              .redirectOutput(out.toFile())
+              .start();
+      if (!p.waitFor(30, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        fail("sh -n did not finish within 30 s");
+      }
+      assertEquals(0, p.exitValue(), "sh -n: " + Files.readString(out));
+    } finally {
+      deleteTree(dir);
+    }
+  }
+
+  @Test
+  void theMpsScriptStartsOneDaemonPerGpuRestartsALostOneAndQuitsEveryOneOnSigterm()
+      throws Exception {
+    Optional<Path> sh = onPath("sh");
+    Assumptions.assumeTrue(sh.isPresent(), "sh is not on PATH");
+    Path dir = Files.createTempDirectory("gpushare-mps");
+    Process p = null;
+    try {
+      Path bin = Files.createDirectory(dir.resolve("bin"));
+      Path root = dir.resolve("root");
+      Path calls = dir.resolve("calls");
+      Path out = dir.resolve("out");
+      Files.createFile(calls);
+      // Fakes of the driver's tools: nvidia-smi lists two GPUs; nvidia-cuda-mps-control -d
+      // records its environment and creates the control socket (a plain file here), and as a
+      // client it records the command it read and the pipe directory it was sent to.
+      writeExecutable(
+          bin.resolve("nvidia-smi"),
+          "#!/bin/sh\n"
+              + "[ \"$*\" = \"--query-gpu=uuid --format=csv,noheader\" ]"
+              + " || { echo \"unexpected: $*\" >&2; exit 2; }\n"
+              + "printf '%s\\n' "
+              + String.join(" ", FAKE_GPUS)
+              + "\n");
+      writeExecutable(
+          bin.resolve("nvidia-cuda-mps-control"),
+          "#!/bin/sh\n"
+              + "if [ \"${1:-}\" = -d ]; then\n"
+              + "  echo \"start CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+              + " CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
+              + " CUDA_MPS_LOG_DIRECTORY=$CUDA_MPS_LOG_DIRECTORY\" >> '"
+              + calls
+              + "'\n"
+              + "  : > \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+              + "  exit 0\n"
+              + "fi\n"
+              + "read -r command\n"
+              + "echo \"$command CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY\" >> '"
+              + calls
+              + "'\n"
+              + "[ \"$command\" = quit ] && rm -f \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
+              + "exit 0\n");
+      Path script = Files.writeString(dir.resolve("mps-daemons.sh"), mpsScript());
+
+      ProcessBuilder pb =
+          new ProcessBuilder(sh.get().toString(), script.toString())
+              .redirectErrorStream(true)
+              .redirectOutput(out.toFile());
+      Map<String, String> env = pb.environment();
+      env.put("PATH", bin + File.pathSeparator + env.getOrDefault("PATH", "/usr/bin:/bin"));
+      env.put("MPS_ROOT", root.toString());
+      env.put("MPS_CHECK_SECONDS", "1");
+      p = pb.start();
+
+      // One daemon per GPU, each with its GPU and its own directories.
+      awaitCalls(calls, out, c -> c.size() >= FAKE_GPUS.size(), "a daemon started per GPU");
+      List<String> started = lines(calls);
+      for (String uuid : FAKE_GPUS) {
+        Path pipe = root.resolve(uuid).resolve("pipe");
+        Path log = root.resolve(uuid).resolve("log");
+        assertTrue(Files.isDirectory(pipe), pipe.toString());
+        assertTrue(Files.isDirectory(log), log.toString());
+        assertTrue(
+            started.contains(
+                "start CUDA_VISIBLE_DEVICES="
+                    + uuid
+                    + " CUDA_MPS_PIPE_DIRECTORY="
+                    + pipe
+                    + " CUDA_MPS_LOG_DIRECTORY="
+                    + log),
+            uuid + " in " + started);
+      }
+      assertEquals(FAKE_GPUS.size(), started.size(), started.toString());
+      assertEquals(
+          PosixFilePermissions.fromString("rwxrwxrwx"),
+          Files.getPosixFilePermissions(root.resolve("shm")),
+          "the shared /dev/shm is writable by every client's UID");
+
+      // A daemon whose control socket disappears is started again, and only that one.
+      String lost = FAKE_GPUS.get(1);
+      Files.delete(root.resolve(lost).resolve("pipe").resolve("control"));
+      awaitCalls(calls, out, c -> c.size() > FAKE_GPUS.size(), "the lost daemon restarted");
+      String restarted = lines(calls).get(FAKE_GPUS.size());
+      assertTrue(restarted.startsWith("start CUDA_VISIBLE_DEVICES=" + lost + " "), restarted);
+
+      // SIGTERM: quit to every daemon, exit 0.
+      p.destroy();
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        fail("the script did not stop within 10 s of SIGTERM:\n" + Files.readString(out));
+      }
+      assertEquals(0, p.exitValue(), Files.readString(out));
+      List<String> quits =
+          lines(calls).stream().filter(l -> !l.startsWith("start ")).sorted().toList();
+      List<String> expected =
+          FAKE_GPUS.stream()
+              .map(u -> "quit CUDA_MPS_PIPE_DIRECTORY=" + root.resolve(u).resolve("pipe"))
+              .sorted()
+              .toList();
+      assertEquals(expected, quits, Files.readString(out));
+    } finally {
+      if (p != null && p.isAlive()) {
+        p.destroyForcibly();
+        p.waitFor(10, TimeUnit.SECONDS);
+      }
+      deleteTree(dir);
+    }
+  }
+
+  @Test
+  void kubectlKustomizeRendersAnOverlayWithTheMpsAndLeaseMajorityComponents() throws Exception {
+    Optional<Path> kubectl = onPath("kubectl");
+    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
+    Path overlay = Files.createTempDirectory("gpushare-overlay");
+    Path out = Files.createTempFile("kustomize", ".yaml");
+    Path err = Files.createTempFile("kustomize", ".err");
+    try {
+      String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
+      Files.writeString(
+          overlay.resolve("kustomization.yaml"),
+          "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+              + "kind: Kustomization\n"
+              + "resources:\n- "
+              + base
+              + "\ncomponents:\n- "
+              + base
+              + "/mps\n- "
+              + base
+              + "/lease-majority\n");
+      Process p =
+          new ProcessBuilder(kubectl.get().toString(), "kustomize", overlay.toString())
+              .redirectOutput(out.toFile())
+              .redirectError(err.toFile())
+              .start();
+      if (!p.waitFor(60, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        fail("kubectl kustomize did not finish within 60 s");
+      }
+      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
+      List<Doc> rendered =
+          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
+      Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
+      assertTrue(keys.contains("ConfigMap/" + NS + "/gpushare-mps-daemons"), keys.toString());
+      assertEquals(docs.size() + 3, keys.size(), keys.toString());
+      for (Doc d : rendered) {
+        if (!d.group().equals(CERT_MANAGER)) {
+          assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
+        }
+      }
+      HasMetadata ns =
+          typed(rendered.stream().filter(d -> d.kind().equals("Namespace")).findFirst().get());
+      assertEquals(
+          "privileged", ns.getMetadata().getLabels().get("pod-security.kubernetes.io/enforce"));
+      DaemonSet ds =
+          typed(rendered.stream().filter(d -> d.kind().equals("DaemonSet")).findFirst().get());
+      PodSpec pod = ds.getSpec().getTemplate().getSpec();
+      assertEquals(
+          List.of("gpushare", MPS_CONTAINER),
+          pod.getContainers().stream().map(Container::getName).toList());
+      Container c = pod.getContainers().get(0);
+      assertEquals("on", env(c, "GPUSHARE_MPS"));
+      assertEquals(MPS_ROOT, env(c, "GPUSHARE_MPS_ROOT"));
+      assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
+      assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
+      // The arbiter container keeps the base's restricted settings and mounts none of MPS.
+      assertEquals(arbiter().getSecurityContext(), c.getSecurityContext());
+      assertEquals(arbiter().getVolumeMounts(), c.getVolumeMounts());
+      assertEquals(arbiter().getImage(), c.getImage());
+      assertEquals(podSpec().getSecurityContext(), pod.getSecurityContext());
+      assertNotEquals(Boolean.TRUE, pod.getHostIPC());
+      Set<String> volumes =
+          pod.getVolumes().stream().map(Volume::getName).collect(Collectors.toSet());
+      assertTrue(volumes.containsAll(Set.of("mps-script", "mps-root", "mps-shm", "mps-tmp")));
+      assertTrue(volumes.containsAll(Set.of("data", "config", "tls", "tmp")), volumes.toString());
+    } finally {
+      Files.deleteIfExists(overlay.resolve("kustomization.yaml"));
+      Files.deleteIfExists(overlay);
+      Files.deleteIfExists(out);
+      Files.deleteIfExists(err);
+    }
+  }
+
+  /** The one object of a file of deploy/mps/. */
+  static Doc mpsDoc(String file) throws IOException {
+    Path path = MPS.resolve(file);
+    List<JsonNode> trees = yamlDocuments(Files.readString(path));
+    assertEquals(1, trees.size(), file + ": one object per file");
+    return new Doc(path, trees.get(0));
+  }
+
+  /** The script the mps-control container runs, as its ConfigMap holds it. */
+  static String mpsScript() throws IOException {
+    ConfigMap cm = typed(mpsDoc("configmap-mps-daemons.yaml"));
+    return cm.getData().get("mps-daemons.sh");
+  }
+
+  static void writeExecutable(Path file, String text) throws IOException {
+    Files.writeString(file, text);
+    Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+  }
+
+  static List<String> lines(Path file) {
+    try {
+      return Files.readAllLines(file);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Waits at most 10 s for the recorded calls to satisfy {@code done}. */
+  static void awaitCalls(Path calls, Path out, Predicate<List<String>> done, String what)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!done.test(lines(calls))) {
+      if (System.nanoTime() > deadline) {
+        fail(
+            what
+                + " within 10 s; calls: "
+                + lines(calls)
+                + "\nscript output:\n"
+                + Files.readString(out));
+      }
+      Thread.sleep(20);
+    }
+  }
+
+  static void deleteTree(Path dir) throws IOException {
+    try (Stream<Path> all = Files.walk(dir)) {
+      for (Path p : all.sorted(Collections.reverseOrder()).toList()) {
+        Files.deleteIfExists(p);
+      }
     }
   }
 
