@@ -677,9 +677,43 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return registeredNodes().thenApply(local::sampled);
   }
 
-  /** The backend to sample {@code node} through, shaped like its registered GPUs. */
+  /**
+   * The backend to sample {@code node} through, shaped like its registered GPUs. A real backend's
+   * devices (real index and UUID) replace the ones derived from the node's capacity first.
+   */
   CompletionStage<Optional<dev.gpushare.gpu.GpuBackend>> telemetryBackend(String node) {
-    return nodeRecord(node).thenApply(r -> local.backend(node, r.gpus()));
+    return nodeRecord(node)
+        .thenCompose(
+            r -> {
+              Optional<dev.gpushare.gpu.GpuBackend> real = local.real(node);
+              if (real.isEmpty() || !r.registered() || r.gpus().equals(real.get().devices())) {
+                return CompletableFuture.completedFuture(local.backend(node, r.gpus()));
+              }
+              return adoptDevices(node, r, real.get().devices())
+                  .thenApply(d -> local.backend(node, real.get().devices()));
+            });
+  }
+
+  /** The node's GPUs as its real backend reports them: registered, then told to the arbiter. */
+  private CompletionStage<Done> adoptDevices(
+      String node, NodeActor.Record before, List<GpuDevice> devices) {
+    system
+        .log()
+        .info(
+            "node {}: GPUs from the hardware: {} (were {})",
+            node,
+            devices.stream().map(d -> d.index() + "=" + d.uuid()).toList(),
+            before.gpus().stream().map(d -> d.index() + "=" + d.uuid()).toList());
+    return entities
+        .node(node)
+        .<NodeActor.Record>ask(r -> new NodeActor.Register(before.manifest(), devices, r), timeout)
+        .thenCompose(record -> syncArbiter(node, record))
+        .whenComplete((d, e) -> nodeChanged(node));
+  }
+
+  /** A real GPU's health as its driver reports it (the simulator's is set through the API). */
+  CompletionStage<NodeView> syncHealth(String node, int index, boolean healthy) {
+    return setGpuHealth(node, index, healthy);
   }
 
   CompletionStage<NodeArbiter.BookView> bookOf(String node) {

@@ -7,9 +7,12 @@ import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.cluster.NodeShardAllocation;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -127,10 +130,20 @@ public final class GpuShareRuntime {
     // GPU telemetry of the nodes this member sees, sampled on its own blocking threads.
     Executor blocking =
         system.dispatchers().lookup(DispatcherSelector.fromConfig(TELEMETRY_DISPATCHER));
-    system.systemActorOf(
-        GpuTelemetry.create(service.get(), settings.gpu(), clock, blocking),
-        "gpushare-gpu-telemetry",
-        Props.empty());
+    ActorRef<GpuTelemetry.Msg> telemetry =
+        system.systemActorOf(
+            GpuTelemetry.create(service.get(), settings.gpu(), clock, blocking),
+            "gpushare-gpu-telemetry",
+            Props.empty());
+    // Sampling asks the node entities: it stops before the shard regions hand their shards off.
+    CoordinatedShutdown.get(system)
+        .addTask(
+            CoordinatedShutdown.PhaseBeforeClusterShutdown(),
+            "gpushare-stop-gpu-telemetry",
+            () -> {
+              telemetry.tell(GpuTelemetry.Stop.INSTANCE);
+              return CompletableFuture.completedFuture(Done.getInstance());
+            });
     return service.get().start().thenApply(d -> service.get());
   }
 }

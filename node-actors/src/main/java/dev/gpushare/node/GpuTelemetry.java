@@ -48,6 +48,11 @@ final class GpuTelemetry {
     INSTANCE
   }
 
+  /** Stops sampling (coordinated shutdown, before the shard regions stop). */
+  enum Stop implements Msg {
+    INSTANCE
+  }
+
   /** One round's samples, per node. */
   private record Sampled(List<NodeSample> nodes, Throwable failure) implements Msg {}
 
@@ -97,6 +102,7 @@ final class GpuTelemetry {
       return Behaviors.receive(Msg.class)
           .onMessageEquals(Tick.INSTANCE, this::round)
           .onMessage(Sampled.class, s -> idle())
+          .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
           .build();
     }
 
@@ -104,6 +110,7 @@ final class GpuTelemetry {
       return Behaviors.receive(Msg.class)
           .onMessageEquals(Tick.INSTANCE, Behaviors::same) // the round still runs: skip this tick
           .onMessage(Sampled.class, this::onSampled)
+          .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
           .build();
     }
 
@@ -169,6 +176,24 @@ final class GpuTelemetry {
       Map<String, Watched> mine = watches.computeIfAbsent(s.node(), n -> new HashMap<>());
       Map<String, Watched> kept = new HashMap<>();
       Map<String, Changes.PodUsageReport> reports = new HashMap<>();
+      if (!(s.backend() instanceof dev.gpushare.gpu.SimulatedGpuBackend)) {
+        // Real devices: the driver's word on health goes to the node (capacity, no new shares).
+        for (GpuSample g : s.samples()) {
+          boolean wasHealthy = book.slot(g.index()).map(ShareBook.GpuSlot::healthy).orElse(true);
+          if (g.health().healthy() != wasHealthy) {
+            ctx.getLog()
+                .warn(
+                    "node {}: GPU {} ({}) {}",
+                    s.node(),
+                    g.index(),
+                    g.uuid(),
+                    g.health().healthy()
+                        ? "is healthy again"
+                        : "is unhealthy: " + g.health().reason().orElse("no reason given"));
+            service.syncHealth(s.node(), g.index(), g.health().healthy());
+          }
+        }
+      }
       for (Map.Entry<String, ShareBook.Holding> e : book.holdings().entrySet()) {
         String pod = e.getKey();
         ShareBook.Holding holding = e.getValue();

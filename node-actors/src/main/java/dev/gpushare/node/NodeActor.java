@@ -15,6 +15,7 @@ import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.gpu.GpuDevice;
+import dev.gpushare.gpu.SimulatedGpuBackend;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -198,13 +199,29 @@ public final class NodeActor
   }
 
   private ReplyEffect<Event, Record> onRegister(Record r, Register c) {
-    Record next = apply(r, new Registered(c.manifest(), c.gpus()));
+    List<GpuDevice> gpus = c.gpus();
+    String name = c.manifest().name();
+    if (derivedFromCapacity(name, gpus)
+        && r.registered()
+        && !r.gpus().isEmpty()
+        && !derivedFromCapacity(name, r.gpus())) {
+      // The node's member reported its GPUs from the hardware (NVML): real devices win over the
+      // ones derived from status.capacity, whoever registers the manifest (e.g. the KubeSync).
+      gpus = r.gpus();
+    }
+    Record next = apply(r, new Registered(c.manifest(), gpus));
     List<Event> events = new ArrayList<>();
-    if (!c.manifest().equals(r.manifest()) || !c.gpus().equals(r.gpus())) {
-      events.add(new Registered(c.manifest(), c.gpus()));
+    if (!c.manifest().equals(r.manifest()) || !gpus.equals(r.gpus())) {
+      events.add(new Registered(c.manifest(), gpus));
     }
     events.addAll(resolve(next));
     return persistAndReply(events, c.replyTo());
+  }
+
+  /** Whether these are the devices a node's capacity stands for (the simulated backend's). */
+  static boolean derivedFromCapacity(String node, List<GpuDevice> gpus) {
+    return gpus.stream()
+        .allMatch(g -> g.uuid().equals(SimulatedGpuBackend.uuidOf(node, g.index())));
   }
 
   private ReplyEffect<Event, Record> onPatch(Record r, Patch c) {
