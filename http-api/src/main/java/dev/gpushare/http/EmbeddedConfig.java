@@ -11,6 +11,7 @@ import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.RuntimeSettings.SimulatedNode;
 import dev.gpushare.node.kube.KubeSyncSettings;
@@ -39,7 +40,8 @@ import java.util.regex.Pattern;
  * resource. Every key is checked; {@link #from(Config)} reports all errors at once, each naming the
  * key, where it was set, the value given and what is accepted.
  *
- * @param settings the simulated nodes, the reserved CPU and memory per GPU, the ask timeout
+ * @param settings the simulated nodes, the reserved CPU and memory per GPU, the ask timeout, the
+ *     GPU side ({@code gpushare.gpu}, {@link GpuConfig})
  * @param clock {@code gpushare.clock}; the {@code --clock} flag wins over it
  * @param manualClockStart where a manual clock starts on a fresh data directory
  * @param kubernetes how the Kubernetes mode writes to the API server ({@code gpushare.kubernetes},
@@ -91,7 +93,8 @@ public record EmbeddedConfig(
           "reserved-per-gpu",
           "nodes",
           "kubernetes",
-          "journal");
+          "journal",
+          "gpu");
   private static final Set<String> KUBERNETES_KEYS =
       Set.of("node-status-mode", "qps", "burst", "max-backoff");
   private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
@@ -164,7 +167,8 @@ public record EmbeddedConfig(
 
   /**
    * Reads and checks the {@code gpushare} section; {@code environment} answers the variable that
-   * {@code gpushare.journal.postgres.password-env} names ({@code null} when unset).
+   * {@code gpushare.journal.postgres.password-env} names and {@code GPUSHARE_MPS_ROOT}, the default
+   * of {@code gpushare.gpu.mps-root} ({@code null} when unset).
    */
   public static EmbeddedConfig from(Config config, Function<String, String> environment) {
     Errors errors = new Errors();
@@ -191,9 +195,10 @@ public record EmbeddedConfig(
     List<SimulatedNode> nodes = nodes(section, errors);
     KubernetesWrites kubernetes = kubernetes(config, section, errors);
     JournalSettings journal = JournalConfig.read(section, errors, environment);
+    GpuSettings gpu = GpuConfig.read(section, errors, environment);
     errors.throwIfAny();
     return new EmbeddedConfig(
-        new RuntimeSettings(nodes, reserved, askTimeout), clock, start, kubernetes, journal);
+        new RuntimeSettings(nodes, reserved, askTimeout, gpu), clock, start, kubernetes, journal);
   }
 
   private static KubernetesWrites kubernetes(Config config, ConfigObject section, Errors errors) {
@@ -432,6 +437,11 @@ public record EmbeddedConfig(
       } else {
         given = "'" + shown(value) + "' given" + where(value.origin());
       }
+      messages.add(key + ": " + given + "; " + rule);
+    }
+
+    /** An error whose value did not come from the configuration: {@code given} says what it was. */
+    void addGiven(String key, String given, String rule) {
       messages.add(key + ": " + given + "; " + rule);
     }
 

@@ -230,7 +230,8 @@ public record LauncherOptions(
                                    resumes where it stopped after a restart on the same DIR.
           --config FILE            HOCON file over the built-in embedded configuration
                                    (simulated nodes, reserved CPU/memory per GPU, ask timeout,
-                                   the journal: gpushare.journal.kind = h2 | postgres);
+                                   the journal: gpushare.journal.kind = h2 | postgres, the
+                                   GPUs: gpushare.gpu.backend = auto | nvml | simulated);
                                    its gpushare.nodes replaces the built-in node list
           --webhook-port N         HTTPS port of the admission webhook (POST /admission/mutate,
                                    POST /admission/validate) on --host, 0 to 65535; default 0:
@@ -249,7 +250,8 @@ public record LauncherOptions(
           --help                   this text
 
         Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,
-        1 when startup fails otherwise. SIGTERM stops the server gracefully.
+        1 when startup fails otherwise (e.g. gpushare.gpu.backend = nvml without the NVIDIA
+        driver's libnvidia-ml.so.1). SIGTERM stops the server gracefully.
         """;
   }
 

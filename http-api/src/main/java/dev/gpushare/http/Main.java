@@ -5,8 +5,13 @@ import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.SharePolicy;
+import dev.gpushare.gpu.GpuBackend;
+import dev.gpushare.gpu.GpuBackendUnavailable;
+import dev.gpushare.gpu.GpuBackends;
+import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.http.admission.AdmissionRoutes;
 import dev.gpushare.http.admission.WebhookTls;
+import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
@@ -48,12 +53,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Startup: flags ({@link LauncherOptions}) → configuration ({@link EmbeddedConfig}) → data
  * directory → actor system {@code gpushare} (the configuration over the embedded H2 persistence
- * profile over the runtime's own settings) → journal schema → arbiter runtime → HTTP binding; then
- * exactly one line goes to stdout, {@code gpushare listening on http://HOST:PORT}. Logs go to
- * stderr. A bad flag, key or data directory ends the process with status 2 and one message naming
- * the flag or key, the value and what is accepted; any other startup failure with status 1. SIGTERM
- * runs Pekko's coordinated shutdown: the binding stops accepting, in-flight requests finish, the
- * actors stop.
+ * profile over the runtime's own settings) → GPU backend ({@code gpushare.gpu.backend}, {@link
+ * #gpuBackend}) → journal schema → arbiter runtime → HTTP binding; then exactly one line goes to
+ * stdout, {@code gpushare listening on http://HOST:PORT}. Logs go to stderr. A bad flag, key or
+ * data directory ends the process with status 2 and one message naming the flag or key, the value
+ * and what is accepted; any other startup failure with status 1. SIGTERM runs Pekko's coordinated
+ * shutdown: the binding stops accepting, in-flight requests finish, the actors stop.
  *
  * <p>The journal is the embedded H2 file under {@code --data} unless {@code gpushare.journal}
  * selects PostgreSQL ({@link JournalConfig}); the schema step follows {@link
@@ -181,9 +186,13 @@ public final class Main {
       RuntimeSettings settings = prepared.embedded().settings();
       if (options.kubernetes()) {
         // Nodes come from the API server; simulated nodes have no place beside them.
-        settings = new RuntimeSettings(List.of(), settings.reservedPerGpu(), settings.askTimeout());
+        settings =
+            new RuntimeSettings(
+                List.of(), settings.reservedPerGpu(), settings.askTimeout(), settings.gpu());
       }
       RuntimeSettings runtimeSettings = settings;
+      Optional<GpuBackend> ownNodeBackend =
+          gpuBackend(system, settings.gpu(), prepared.formation().node());
       GpuShareService service =
           prepared
               .formation()
@@ -192,7 +201,10 @@ public final class Main {
                   up ->
                       InitSchemaCommand.atStart(
                           system, prepared.embedded().journal(), options.config()))
-              .thenCompose(done -> GpuShareRuntime.start(system, runtimeSettings, prepared.clock()))
+              .thenCompose(
+                  done ->
+                      GpuShareRuntime.start(
+                          system, runtimeSettings, prepared.clock(), ownNodeBackend))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
       if (options.kubernetes()) {
@@ -230,6 +242,66 @@ public final class Main {
     } catch (ExecutionException | RuntimeException | LinkageError e) {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
+    }
+  }
+
+  /**
+   * Chooses the GPU backend ({@code gpushare.gpu.backend}, {@link GpuBackends#select}) and logs the
+   * one line that says which and why (a warning when {@code auto} falls back to the simulated
+   * backend). NVML serves the node this member runs on ({@code NODE_NAME}), and is closed by
+   * coordinated shutdown; a member on no node has no GPUs of its own, so NVML is closed at once.
+   * Simulated GPUs need no backend here: the runtime shapes them from each node's registered GPUs.
+   *
+   * @throws GpuBackendUnavailable for {@code backend = nvml} when NVML cannot be used
+   */
+  static Optional<GpuBackend> gpuBackend(
+      ActorSystem<?> system, GpuSettings gpu, Optional<String> node) {
+    GpuBackends.Selected selected =
+        GpuBackends.select(
+            gpu.backend(),
+            () ->
+                new SimulatedGpuBackend(
+                    node.orElse("simulated"),
+                    0,
+                    RuntimeSettings.DEFAULT_GPU_MODEL,
+                    RuntimeSettings.DEFAULT_GPU_MEMORY_MIB),
+            line -> {});
+    GpuBackend backend = selected.backend();
+    boolean simulated = backend instanceof SimulatedGpuBackend;
+    if (simulated && gpu.backend() == GpuBackends.Mode.AUTO) {
+      LOG.warn("{}", selected.why());
+    } else {
+      LOG.info("{}", selected.why());
+    }
+    if (simulated) {
+      return Optional.empty();
+    }
+    if (node.isEmpty()) {
+      LOG.info(
+          "NVML found {} GPU(s), but this member runs on no node (NODE_NAME is not set, or not in"
+              + " Kubernetes mode): they are not used",
+          backend.devices().size());
+      close(backend);
+      return Optional.empty();
+    }
+    CoordinatedShutdown.get(system)
+        .addTask(
+            CoordinatedShutdown.PhaseBeforeActorSystemTerminate(),
+            "gpushare-close-gpu-backend",
+            () -> {
+              close(backend);
+              return CompletableFuture.completedFuture(Done.getInstance());
+            });
+    return Optional.of(backend);
+  }
+
+  private static void close(GpuBackend backend) {
+    if (backend instanceof AutoCloseable closeable) {
+      try {
+        closeable.close();
+      } catch (Exception e) {
+        LOG.warn("closing the {} GPU backend failed: {}", backend.name(), e.toString());
+      }
     }
   }
 

@@ -24,7 +24,9 @@ import org.apache.pekko.http.javadsl.server.Route;
  * nodes and pods. Per node: {@code gpushare_queue_length}; per GPU: {@code
  * gpushare_gpu_core_in_use_percent}, {@code gpushare_gpu_memory_in_use_percent}, {@code
  * gpushare_gpu_healthy}; per node and state: {@code gpushare_pods} (sharing pods only; every state
- * is written, zeros included, so that series do not come and go).
+ * is written, zeros included, so that series do not come and go); per Running pod with telemetry:
+ * {@code gpushare_pod_gpu_memory_used_mib} and {@code gpushare_pod_gpu_utilization_percent} ({@code
+ * kind} absolute or relative to its core limit).
  */
 public final class MetricsRoutes extends ApiDirectives {
   static final ContentType PROMETHEUS_TEXT =
@@ -98,7 +100,62 @@ public final class MetricsRoutes extends ApiDirectives {
             byState.forEach(
                 (state, count) ->
                     sample(out, "gpushare_pods", labels("node", node, "state", state), count)));
+
+    // A Running pod's latest GPU telemetry (SPEC §7): absent until its member's first sample.
+    List<PodView> used =
+        pods.stream()
+            .filter(p -> p.usage() != null && p.gpu() != null)
+            .sorted(Comparator.comparing((PodView p) -> p.namespace() + "/" + p.name()))
+            .toList();
+    header(
+        out,
+        "gpushare_pod_gpu_memory_used_mib",
+        "GPU memory used by a Running pod's processes, MiB (latest telemetry sample).");
+    for (PodView p : used) {
+      sample(
+          out, "gpushare_pod_gpu_memory_used_mib", podLabels(p, null), p.usage().memoryUsedMiB());
+    }
+    header(
+        out,
+        "gpushare_pod_gpu_utilization_percent",
+        "SM utilisation of a Running pod: kind=absolute of the whole GPU, kind=relative to the"
+            + " pod's core limit (SPEC 7).");
+    for (PodView p : used) {
+      if (p.usage().absoluteUtilization() != null) {
+        sample(
+            out,
+            "gpushare_pod_gpu_utilization_percent",
+            podLabels(p, "absolute"),
+            p.usage().absoluteUtilization());
+      }
+      if (p.usage().relativeUtilization() != null) {
+        sample(
+            out,
+            "gpushare_pod_gpu_utilization_percent",
+            podLabels(p, "relative"),
+            p.usage().relativeUtilization());
+      }
+    }
     return out.toString();
+  }
+
+  private static Map<String, String> podLabels(PodView p, String kind) {
+    Map<String, String> l =
+        labels(
+            "namespace",
+            p.namespace(),
+            "pod",
+            p.name(),
+            "node",
+            Objects.requireNonNullElse(p.node(), ""),
+            "gpu",
+            Integer.toString(p.gpu().index()),
+            "uuid",
+            Objects.requireNonNullElse(p.gpu().uuid(), ""));
+    if (kind != null) {
+      l.put("kind", kind);
+    }
+    return l;
   }
 
   private enum GpuMetric {

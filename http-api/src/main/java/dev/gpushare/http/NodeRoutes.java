@@ -3,6 +3,7 @@ package dev.gpushare.http;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;
@@ -19,7 +20,8 @@ import org.apache.pekko.http.javadsl.server.Route;
  * /v1/nodes/{node}/queue}; in embedded mode {@code PUT /v1/nodes/{node}} from a Node manifest in
  * JSON or YAML ({@code 201} when the node is new, {@code 200} when replaced; the body is the
  * NodeView either way) and {@code PATCH /v1/nodes/{node}}, a JSON merge patch of labels and
- * annotations ({@link NodeMergePatch}); and {@code PUT /v1/nodes/{node}/gpus/{index}/health}.
+ * annotations ({@link NodeMergePatch}); {@code PUT /v1/nodes/{node}/gpus/{index}/health}; and
+ * {@code PUT /v1/nodes/{node}/gpus/{index}/processes}, a simulated GPU's compute processes.
  */
 public final class NodeRoutes extends ApiDirectives {
   static final List<String> PATCH_MEDIA_TYPES =
@@ -62,6 +64,15 @@ public final class NodeRoutes extends ApiDirectives {
                                                     withBody(
                                                         body -> setHealth(name, index, body)))),
                                     path(
+                                        PathMatchers.segment("gpus")
+                                            .slash(PathMatchers.integerSegment())
+                                            .slash("processes"),
+                                        index ->
+                                            put(
+                                                () ->
+                                                    withBody(
+                                                        body -> scriptGpu(name, index, body)))),
+                                    path(
                                         "queue",
                                         () ->
                                             get(
@@ -93,6 +104,19 @@ public final class NodeRoutes extends ApiDirectives {
               "health", given, "health is " + given + "; want \"Healthy\" or \"Unhealthy\""));
     }
     return answerOk(() -> service.setGpuHealth(name, index, "Healthy".equals(value)));
+  }
+
+  /**
+   * {@code PUT /v1/nodes/{node}/gpus/{index}/processes} with {@code {"processes":[…]}} ({@link
+   * GpuProcessesBody}): a simulated GPU's compute processes from now on, which the next telemetry
+   * samples report; {@code []} makes the GPU idle again. Answers the NodeView.
+   */
+  private Route scriptGpu(String name, int index, HttpEntity.Strict body) {
+    JsonNode root =
+        ManifestReader.parse(
+            body.getData().toArray(), ManifestReader.Format.JSON, GpuProcessesBody.EXPECTED);
+    List<SimulatedProcess> processes = GpuProcessesBody.read(root);
+    return answerOk(() -> service.scriptGpu(name, index, processes));
   }
 
   private Route putNode(String name, HttpEntity.Strict body) {

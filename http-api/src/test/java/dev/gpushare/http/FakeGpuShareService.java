@@ -45,6 +45,7 @@ final class FakeGpuShareService implements GpuShareService {
   volatile Duration lastGrantTimeout;
   volatile Map<String, String> lastLabelPatch;
   volatile Map<String, String> lastAnnotationPatch;
+  volatile List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> lastScript;
 
   static final Instant SYSTEM_NOW = Instant.parse("2030-05-01T12:00:00Z");
 
@@ -59,6 +60,7 @@ final class FakeGpuShareService implements GpuShareService {
     lastGrantTimeout = null;
     lastLabelPatch = null;
     lastAnnotationPatch = null;
+    lastScript = null;
   }
 
   static NodeView node(String name, Map<String, String> labels, Map<String, String> annotations) {
@@ -178,7 +180,12 @@ final class FakeGpuShareService implements GpuShareService {
       List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
     return answer(
         "scriptGpu " + node + " " + index + " " + processes,
-        () -> Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node)));
+        () -> {
+          NodeView view =
+              Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node));
+          lastScript = processes;
+          return view;
+        });
   }
 
   @Override

@@ -6,7 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.UsageView;
+import dev.gpushare.node.api.Views.WorkloadView;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -21,6 +27,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -266,6 +273,182 @@ class HttpApiTest {
   @Test
   void patchAsYamlIsA415() throws Exception {
     problem(send("PATCH", "/v1/nodes/node-1", "application/yaml", "metadata: {}"), 415);
+  }
+
+  // ---- scripted GPU processes ----
+
+  private static final String PROCESSES = "/v1/nodes/node-1/gpus/1/processes";
+
+  @Test
+  void scriptingProcessesAnswersTheNodeView() throws Exception {
+    SERVICE.nodes.put("node-1", FakeGpuShareService.node("node-1", Map.of(), Map.of()));
+    HttpResponse<String> r =
+        send(
+            "PUT",
+            PROCESSES,
+            "application/json",
+            "{\"processes\":[{\"pid\":4242,\"podUid\":\"uid-a\",\"usedMemoryMiB\":1024,"
+                + "\"smUtilizationPercent\":30},"
+                + "{\"pid\":4243,\"podUid\":\"uid-b\",\"usedMemoryMiB\":0,"
+                + "\"smUtilizationPercent\":null},"
+                + "{\"pid\":4244,\"podUid\":\"uid-c\",\"usedMemoryMiB\":10}]}");
+    assertEquals(200, r.statusCode(), r.body());
+    assertEquals("application/json", r.headers().firstValue("Content-Type").orElseThrow());
+    assertEquals("node-1", json(r).get("name").asText());
+    assertEquals(
+        List.of(
+            new SimulatedProcess(4242, "uid-a", 1024, OptionalInt.of(30)),
+            new SimulatedProcess(4243, "uid-b", 0, OptionalInt.empty()),
+            new SimulatedProcess(4244, "uid-c", 10, OptionalInt.empty())),
+        SERVICE.lastScript);
+    assertTrue(SERVICE.calls.get(0).startsWith("scriptGpu node-1 1 "), SERVICE.calls.toString());
+  }
+
+  @Test
+  void noProcessesMakeTheGpuIdleAgain() throws Exception {
+    SERVICE.nodes.put("node-1", FakeGpuShareService.node("node-1", Map.of(), Map.of()));
+    HttpResponse<String> r = send("PUT", PROCESSES, "application/json", "{\"processes\":[]}");
+    assertEquals(200, r.statusCode(), r.body());
+    assertEquals(List.of(), SERVICE.lastScript);
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "processes|{}",
+        "processes|{\"processes\":null}",
+        "processes|{\"processes\":{\"pid\":1}}",
+        "processes[0]|{\"processes\":[5]}",
+        "body|[]",
+        "extra|{\"processes\":[],\"extra\":1}",
+        "processes[0].pid|{\"processes\":[{\"podUid\":\"u\",\"usedMemoryMiB\":1}]}",
+        "processes[0].pid|{\"processes\":[{\"pid\":\"42\",\"podUid\":\"u\",\"usedMemoryMiB\":1}]}",
+        "processes[0].pid|{\"processes\":[{\"pid\":1.5,\"podUid\":\"u\",\"usedMemoryMiB\":1}]}",
+        "processes[0].podUid|{\"processes\":[{\"pid\":1,\"usedMemoryMiB\":1}]}",
+        "processes[0].podUid|{\"processes\":[{\"pid\":1,\"podUid\":7,\"usedMemoryMiB\":1}]}",
+        "processes[0].usedMemoryMiB|{\"processes\":[{\"pid\":1,\"podUid\":\"u\"}]}",
+        "processes[1].usedMemoryMiB|{\"processes\":[{\"pid\":1,\"podUid\":\"u\",\"usedMemoryMiB\":1},"
+            + "{\"pid\":2,\"podUid\":\"u\",\"usedMemoryMiB\":\"1Gi\"}]}",
+        "processes[0].smUtilizationPercent|{\"processes\":[{\"pid\":1,\"podUid\":\"u\","
+            + "\"usedMemoryMiB\":1,\"smUtilizationPercent\":\"30%\"}]}",
+        "processes[0].sm|{\"processes\":[{\"pid\":1,\"podUid\":\"u\",\"usedMemoryMiB\":1,\"sm\":3}]}"
+      })
+  void aMalformedProcessListIsA400NamingTheField(String fieldAndBody) throws Exception {
+    SERVICE.nodes.put("node-1", FakeGpuShareService.node("node-1", Map.of(), Map.of()));
+    String field = fieldAndBody.substring(0, fieldAndBody.indexOf('|'));
+    String body = fieldAndBody.substring(fieldAndBody.indexOf('|') + 1);
+    JsonNode problem = problem(send("PUT", PROCESSES, "application/json", body), 400);
+    assertEquals("https://gpushare.dev/problems/malformed", problem.get("type").asText());
+    assertEquals(field, problem.get("field").asText(), problem.toString());
+    assertTrue(SERVICE.calls.isEmpty(), SERVICE.calls.toString());
+  }
+
+  @Test
+  void everyMalformedProcessFieldIsListed() throws Exception {
+    JsonNode problem =
+        problem(
+            send(
+                "PUT",
+                PROCESSES,
+                "application/json",
+                "{\"processes\":[{\"pid\":\"x\",\"usedMemoryMiB\":-1},{\"pid\":2}]}"),
+            400);
+    List<String> fields = new ArrayList<>();
+    problem.get("errors").forEach(e -> fields.add(e.get("field").asText()));
+    assertEquals(
+        List.of(
+            "processes[0].pid",
+            "processes[0].podUid",
+            "processes[1].podUid",
+            "processes[1].usedMemoryMiB"),
+        fields);
+    assertEquals("x", problem.get("errors").get(0).get("value").asText());
+  }
+
+  @Test
+  void malformedProcessJsonIsA400OnTheBody() throws Exception {
+    JsonNode problem =
+        problem(send("PUT", PROCESSES, "application/json", "{\"processes\":[ }"), 400);
+    assertEquals("body", problem.get("field").asText());
+    assertTrue(problem.get("detail").asText().contains("processes"), problem.toString());
+    problem(send("PUT", PROCESSES, "application/json", ""), 400);
+  }
+
+  @Test
+  void aNonIntegerGpuIndexIsAnsweredAsTheHealthRouteDoes() throws Exception {
+    SERVICE.nodes.put("node-1", FakeGpuShareService.node("node-1", Map.of(), Map.of()));
+    HttpResponse<String> health =
+        send("PUT", "/v1/nodes/node-1/gpus/one/health", "application/json", "{}");
+    HttpResponse<String> processes =
+        send(
+            "PUT", "/v1/nodes/node-1/gpus/one/processes", "application/json", "{\"processes\":[]}");
+    assertEquals(404, processes.statusCode(), processes.body());
+    assertEquals(health.statusCode(), processes.statusCode());
+    problem(processes, 404);
+    assertTrue(SERVICE.calls.isEmpty(), SERVICE.calls.toString());
+  }
+
+  @Test
+  void scriptingAnUnknownNodeOrAgainstTheRulesIsTheServicesProblem() throws Exception {
+    JsonNode missing =
+        problem(
+            send(
+                "PUT",
+                "/v1/nodes/ghost/gpus/0/processes",
+                "application/json",
+                "{\"processes\":[]}"),
+            404);
+    assertEquals("https://gpushare.dev/problems/not-found", missing.get("type").asText());
+    SERVICE.failWith =
+        ServiceException.of(
+            ServiceException.Kind.INVALID,
+            new FieldError("processes[0].pid", "0", "processes[0].pid must be > 0"));
+    JsonNode invalid =
+        problem(
+            send(
+                "PUT",
+                PROCESSES,
+                "application/json",
+                "{\"processes\":[{\"pid\":0,\"podUid\":\"u\",\"usedMemoryMiB\":1}]}"),
+            422);
+    assertEquals("processes[0].pid", invalid.get("field").asText());
+  }
+
+  @Test
+  void aPodsUsageAndWorkloadAreWrittenAndNullWhenUnknown() throws Exception {
+    PodView plain = FakeGpuShareService.pod("default", "a", "node-1", "Running");
+    SERVICE.pods.put("default/a", plain);
+    SERVICE.pods.put(
+        "default/b",
+        new PodView(
+            "default",
+            "b",
+            "uid-b",
+            "node-1",
+            "share-pool",
+            "Running",
+            plain.requests(),
+            plain.limits(),
+            plain.gpu(),
+            null,
+            null,
+            12L,
+            List.of(),
+            List.of(),
+            new UsageView(1024, 40779, null, 60, 1),
+            new WorkloadView(Map.of("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"))));
+    JsonNode a = json(send("GET", "/v1/namespaces/default/pods/a", null, null));
+    assertTrue(a.has("usage") && a.get("usage").isNull(), "usage is written as null: " + a);
+    assertTrue(a.has("workload") && a.get("workload").isNull(), "as gpu is: " + a);
+    JsonNode b = json(send("GET", "/v1/namespaces/default/pods/b", null, null));
+    JsonNode usage = b.get("usage");
+    assertEquals(1024, usage.get("memoryUsedMiB").asLong());
+    assertEquals(40779, usage.get("memoryLimitMiB").asLong());
+    assertTrue(usage.has("absoluteUtilization") && usage.get("absoluteUtilization").isNull());
+    assertEquals(60, usage.get("relativeUtilization").asInt());
+    assertEquals(1, usage.get("processes").asInt());
+    assertEquals(
+        "50", b.get("workload").get("env").get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").asText());
   }
 
   // ---- pods ----

@@ -85,6 +85,36 @@ class MainTest {
   }
 
   @Test
+  void aBadGpuValueIsRefusedNamingTheKey() throws Exception {
+    Path conf = dir.resolve("gpu.conf");
+    Files.writeString(conf, "gpushare.gpu.backend = cuda\n");
+    Path data = dir.resolve("data");
+    Outcome outcome = launch("--config", conf.toString(), "--data", data.toString());
+    assertRefused(outcome, "invalid configuration (1 error):");
+    assertTrue(outcome.err().contains("gpushare.gpu.backend: 'cuda' given"), outcome.err());
+    assertTrue(outcome.err().contains("auto | nvml | simulated"), outcome.err());
+    assertFalse(Files.exists(data));
+  }
+
+  @Test
+  void nvmlWithoutTheDriverStopsTheLauncherNamingTheLibrary() throws Exception {
+    NoNvidiaDriver.assume();
+    Path conf = dir.resolve("nvml.conf");
+    Files.writeString(conf, "gpushare.gpu.backend = nvml\ngpushare.nodes = []\n");
+    Outcome outcome =
+        launch(
+            "--config", conf.toString(), "--data", dir.resolve("data").toString(), "--port", "0");
+    assertEquals(Main.FAILED, outcome.status(), outcome.err());
+    assertEquals("", outcome.out());
+    assertTrue(
+        outcome.err().startsWith("gpushare: startup failed: gpu.backend=nvml: NVML unavailable: "),
+        outcome.err());
+    assertTrue(outcome.err().contains("libnvidia-ml.so.1"), outcome.err());
+    assertTrue(outcome.err().contains("simulated"), "says what else to do: " + outcome.err());
+    assertFalse(outcome.err().contains("\tat "), "no stack trace: " + outcome.err());
+  }
+
+  @Test
   void ipv6HostsAreBracketedInTheUrl() {
     assertEquals("[::1]", Main.urlHost("::1"));
     assertEquals("127.0.0.1", Main.urlHost("127.0.0.1"));

@@ -3,6 +3,9 @@ package dev.gpushare.http;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.node.api.Views.GpuRef;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.UsageView;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -41,8 +44,68 @@ class MetricsRoutesTest {
         gpushare_pods{node="node-1",state="Pending"} 0
         gpushare_pods{node="node-1",state="Ready"} 2
         gpushare_pods{node="node-1",state="Running"} 1
+        # HELP gpushare_pod_gpu_memory_used_mib GPU memory used by a Running pod's processes, MiB (latest telemetry sample).
+        # TYPE gpushare_pod_gpu_memory_used_mib gauge
+        # HELP gpushare_pod_gpu_utilization_percent SM utilisation of a Running pod: kind=absolute of the whole GPU, kind=relative to the pod's core limit (SPEC 7).
+        # TYPE gpushare_pod_gpu_utilization_percent gauge
         """,
         text);
+  }
+
+  @Test
+  void aRunningPodsTelemetryIsExposedAbsoluteAndRelativeToItsLimit() {
+    PodView running = FakeGpuShareService.pod("default", "a", "node-1", "Running");
+    PodView used =
+        new PodView(
+            running.namespace(),
+            running.name(),
+            running.uid(),
+            running.node(),
+            running.policy(),
+            running.state(),
+            running.requests(),
+            running.limits(),
+            running.gpu(),
+            null,
+            null,
+            12L,
+            List.of(),
+            List.of(),
+            new UsageView(2048, 81559, 30, 30, 1),
+            null);
+    PodView unreported =
+        new PodView(
+            "default",
+            "b",
+            "uid-b",
+            "node-1",
+            "share-pool",
+            "Running",
+            null,
+            null,
+            new GpuRef(0, "GPU-0"),
+            null,
+            null,
+            1L,
+            List.of(),
+            List.of(),
+            new UsageView(0, 40779, null, null, -1),
+            null);
+    String text = MetricsRoutes.render(List.of(), List.of(unreported, used));
+    assertTrue(
+        text.contains(
+            "gpushare_pod_gpu_memory_used_mib{namespace=\"default\",pod=\"a\",node=\"node-1\","
+                + "gpu=\"1\",uuid=\"GPU-1\"} 2048\n"
+                + "gpushare_pod_gpu_memory_used_mib{namespace=\"default\",pod=\"b\","),
+        text);
+    assertTrue(
+        text.contains(
+            "gpushare_pod_gpu_utilization_percent{namespace=\"default\",pod=\"a\",node=\"node-1\","
+                + "gpu=\"1\",uuid=\"GPU-1\",kind=\"absolute\"} 30\n"
+                + "gpushare_pod_gpu_utilization_percent{namespace=\"default\",pod=\"a\","
+                + "node=\"node-1\",gpu=\"1\",uuid=\"GPU-1\",kind=\"relative\"} 30\n"),
+        text);
+    assertTrue(!text.contains("pod=\"b\",node=\"node-1\",gpu=\"0\",uuid=\"GPU-0\",kind"), text);
   }
 
   @Test
