@@ -33,7 +33,7 @@ import java.util.stream.Collectors;
  */
 public final class GpuBackends {
   /** The configuration key. */
-  public static final String CONFIG_KEY = "gpu.backend";
+  public static final String CONFIG_KEY = "gpushare.gpu.backend";
 
   /** What to do when {@code libnvidia-ml.so.1} is missing. */
   static final String INSTALL_NVML =
@@ -94,8 +94,8 @@ public final class GpuBackends {
    *
    * @param backend the backend; an {@link NvmlBackend} is {@link AutoCloseable}: close it at
    *     shutdown
-   * @param why one line, for example {@code "gpu.backend=auto: NVML unavailable (...); using the
-   *     simulated backend"}
+   * @param why one line, for example {@code "gpushare.gpu.backend=auto: NVML unavailable (...);
+   *     using the simulated backend"}
    */
   public record Selected(GpuBackend backend, String why) {
     public Selected {

@@ -34,12 +34,13 @@ class GpuBackendsTest {
     for (String bad : new String[] {"gpu", "", "nvml,auto", "simulate"}) {
       IllegalArgumentException e =
           assertThrows(IllegalArgumentException.class, () -> Mode.parse(bad));
-      assertTrue(e.getMessage().startsWith("gpu.backend = '" + bad + "'"), e.getMessage());
+      assertTrue(e.getMessage().startsWith("gpushare.gpu.backend = '" + bad + "'"), e.getMessage());
       assertTrue(e.getMessage().endsWith("accepted values: auto, nvml, simulated"), e.getMessage());
     }
     IllegalArgumentException missing =
         assertThrows(IllegalArgumentException.class, () -> Mode.parse(null));
-    assertTrue(missing.getMessage().contains("gpu.backend = (missing)"), missing.getMessage());
+    assertTrue(
+        missing.getMessage().contains("gpushare.gpu.backend = (missing)"), missing.getMessage());
   }
 
   @Test
@@ -47,7 +48,7 @@ class GpuBackendsTest {
     List<String> log = new ArrayList<>();
     Selected s = GpuBackends.select(Mode.SIMULATED, () -> SIMULATED, log::add);
     assertSame(SIMULATED, s.backend());
-    assertEquals(List.of("gpu.backend=simulated: using the simulated backend"), log);
+    assertEquals(List.of("gpushare.gpu.backend=simulated: using the simulated backend"), log);
     assertEquals(log.get(0), s.why());
   }
 
@@ -66,7 +67,9 @@ class GpuBackendsTest {
                     },
                     log::add));
     String m = e.getMessage();
-    assertTrue(m.startsWith("gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"), m);
+    assertTrue(
+        m.startsWith("gpushare.gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"),
+        m);
     assertTrue(m.contains("cannot open shared object file"), "the linker's own words: " + m);
     assertTrue(m.contains("Install the NVIDIA driver"), m);
     assertTrue(m.contains("NVIDIA container toolkit"), m);
@@ -92,7 +95,8 @@ class GpuBackendsTest {
       assertSame(SIMULATED, s.backend());
       assertEquals(1, log.size(), log.toString());
       String line = log.get(0);
-      assertTrue(line.startsWith("gpu.backend=auto: NVML unavailable (libnvidia-ml.so.1"), line);
+      assertTrue(
+          line.startsWith("gpushare.gpu.backend=auto: NVML unavailable (libnvidia-ml.so.1"), line);
       assertTrue(line.endsWith("); using the simulated backend"), line);
       assertEquals(line, s.why());
     }

@@ -107,7 +107,9 @@ class MainTest {
     assertEquals(Main.FAILED, outcome.status(), outcome.err());
     assertEquals("", outcome.out());
     assertTrue(
-        outcome.err().startsWith("gpushare: startup failed: gpu.backend=nvml: NVML unavailable: "),
+        outcome
+            .err()
+            .startsWith("gpushare: startup failed: gpushare.gpu.backend=nvml: NVML unavailable: "),
         outcome.err());
     assertTrue(outcome.err().contains("libnvidia-ml.so.1"), outcome.err());
     assertTrue(outcome.err().contains("simulated"), "says what else to do: " + outcome.err());

@@ -112,7 +112,7 @@ class NvmlFakeDriverTest {
     assertEquals(2, r.rc, r.out);
     assertTrue(
         r.out.contains(
-            "GPU check FAILED: gpu.backend=nvml: NVML unavailable: nvmlInit_v2 failed: the NVIDIA"
+            "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: nvmlInit_v2 failed: the NVIDIA"
                 + " kernel driver is not loaded (NVML_ERROR_DRIVER_NOT_LOADED)"),
         r.out);
   }
@@ -125,7 +125,7 @@ class NvmlFakeDriverTest {
     assertEquals(2, r.rc, r.out);
     assertTrue(
         r.out.contains(
-            "GPU check FAILED: gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"),
+            "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"),
         r.out);
     assertTrue(r.out.contains("Install the NVIDIA driver"), r.out);
   }
