@@ -1,11 +1,14 @@
 package dev.gpushare.http;
 
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.http.auth.Access;
+import dev.gpushare.http.auth.Scope;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.persistence.JournalInspector;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -18,6 +21,9 @@ import org.apache.pekko.http.javadsl.model.HttpMethod;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.Allow;
+import org.apache.pekko.http.javadsl.model.headers.Authorization;
+import org.apache.pekko.http.javadsl.model.headers.HttpChallenge;
+import org.apache.pekko.http.javadsl.model.headers.WWWAuthenticate;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.MethodRejection;
 import org.apache.pekko.http.javadsl.server.RejectionHandler;
@@ -42,19 +48,38 @@ public final class HttpApi extends ApiDirectives {
       FiniteDuration.create(DataPlaneRoutes.MAX_GRANT_TIMEOUT_SECONDS + 60, TimeUnit.SECONDS);
 
   private final Route routes;
+  private final Access access;
 
   /**
+   * The API without access control ({@link Access#NONE}): for the routes' own tests.
+   *
    * @param clockAdvanced told the new instant after each completed {@code POST /v1/clock/advance}
    */
   public HttpApi(
       GpuShareService service, JournalInspector journal, Consumer<Instant> clockAdvanced) {
+    this(service, journal, clockAdvanced, Access.NONE);
+  }
+
+  /**
+   * @param clockAdvanced told the new instant after each completed {@code POST /v1/clock/advance}
+   * @param access who may do what: every request but the public ones ({@link Scope}) is decided
+   *     there before any route runs
+   */
+  public HttpApi(
+      GpuShareService service,
+      JournalInspector journal,
+      Consumer<Instant> clockAdvanced,
+      Access access) {
+    this.access = access;
     this.routes =
         concat(
             new HealthRoutes(service).route(),
+            new OpenApiRoutes().route(),
             new MetricsRoutes(service).route(),
             new NodeRoutes(service).route(),
             new PodRoutes(service).route(),
             new DataPlaneRoutes(service).route(),
+            new DashboardRoutes(service).route(),
             new JournalRoutes(journal).route(),
             new ClockRoutes(service, clockAdvanced).route());
   }
@@ -65,7 +90,56 @@ public final class HttpApi extends ApiDirectives {
         ExceptionHandler.newBuilder()
             .matchAny(failure -> complete(Problem.of(failure).toResponse()))
             .build(),
-        () -> handleRejections(rejectionHandler(), () -> routes));
+        () -> handleRejections(rejectionHandler(), () -> authorized(routes)));
+  }
+
+  /**
+   * {@code inner} if the request's bearer token may do what it asks ({@link Scope}); else 401 (no
+   * or an invalid token, with {@code WWW-Authenticate: Bearer}) or 403, and nothing runs.
+   */
+  private Route authorized(Route inner) {
+    return extractRequest(
+        request -> {
+          Scope scope = Scope.of(request.method().name(), request.getUri().path());
+          if (scope.isPublic()) {
+            return inner;
+          }
+          Optional<String> token =
+              request
+                  .getHeader(Authorization.class)
+                  .map(Authorization::credentials)
+                  .filter(c -> c.scheme().equalsIgnoreCase("bearer"))
+                  .map(c -> c.token())
+                  .filter(t -> !t.isBlank());
+          return onSuccess(
+              access.decide(token, scope),
+              decision -> {
+                if (decision instanceof Access.Allowed) {
+                  return inner;
+                }
+                if (decision instanceof Access.Unauthenticated u) {
+                  return complete(
+                      Problem.http(
+                              StatusCodes.UNAUTHORIZED,
+                              u.why(),
+                              List.of(
+                                  new FieldError(
+                                      "Authorization",
+                                      token.isPresent() ? "Bearer (hidden)" : "(none)",
+                                      u.why())))
+                          .toResponse()
+                          .addHeader(
+                              WWWAuthenticate.create(HttpChallenge.create("Bearer", "gpushare"))));
+                }
+                Access.Forbidden f = (Access.Forbidden) decision;
+                return complete(
+                    Problem.http(
+                            StatusCodes.FORBIDDEN,
+                            f.why(),
+                            List.of(new FieldError("Authorization", "Bearer (hidden)", f.why())))
+                        .toResponse());
+              });
+        });
   }
 
   /** Binds the API on {@code host:port} ({@code 0} picks a free port). */

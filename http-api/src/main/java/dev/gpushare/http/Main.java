@@ -11,6 +11,10 @@ import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.http.admission.AdmissionRoutes;
 import dev.gpushare.http.admission.WebhookTls;
+import dev.gpushare.http.auth.Access;
+import dev.gpushare.http.auth.AdminToken;
+import dev.gpushare.http.auth.AnyOf;
+import dev.gpushare.http.auth.KubernetesAccess;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
@@ -29,6 +33,7 @@ import java.net.BindException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
@@ -41,6 +46,7 @@ import java.util.function.Consumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.CoordinatedShutdown;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.stream.BindFailedException;
@@ -207,11 +213,15 @@ public final class Main {
                           system, runtimeSettings, prepared.clock(), ownNodeBackend))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
+      KubernetesClient kubeClient = null;
       if (options.kubernetes()) {
-        startKubernetesMode(system, service, prepared.embedded());
+        kubeClient = startKubernetesMode(system, service, prepared.embedded());
       }
+      List<String> afterReady = new ArrayList<>();
+      Access access = access(system, options, kubeClient, afterReady::add);
       HttpApi api =
-          new HttpApi(service, JdbcJournalInspector.create(system), prepared.clockAdvanced());
+          new HttpApi(
+              service, JdbcJournalInspector.create(system), prepared.clockAdvanced(), access);
       ServerBinding binding =
           api.bind(system, options.host(), options.port()).toCompletableFuture().get();
       binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
@@ -227,6 +237,7 @@ public final class Main {
           SchemaSetup.databaseUrl(prepared.systemConfig()),
           prepared.embedded().settings().nodes().size());
       out.println("gpushare listening on " + url);
+      afterReady.forEach(out::println); // the ready line stays the first line
       out.flush();
       return -1;
     } catch (InterruptedException e) {
@@ -349,7 +360,38 @@ public final class Main {
    * the KubeSync singleton; {@code NODE_NAME} (downward API) limits a DaemonSet member to its own
    * node, {@code POD_NAME} names the Events' reporting instance.
    */
-  private static void startKubernetesMode(
+  /**
+   * Who may use the API: the member's admin token (made in the data directory on first start, its
+   * path printed once) and, in Kubernetes mode, any token the API server's TokenReview accepts,
+   * with RBAC (SubjectAccessReview) deciding what it may do and a pod's own token its own pod.
+   */
+  private static Access access(
+      ActorSystem<Void> system,
+      LauncherOptions options,
+      KubernetesClient client,
+      java.util.function.Consumer<String> say) {
+    AdminToken admin =
+        AdminToken.inDataDirectory(
+            options.data(),
+            file ->
+                say.accept(
+                    "gpushare admin token written to "
+                        + file.toAbsolutePath().normalize()
+                        + " (send it as \"Authorization: Bearer <token>\"; it is kept across"
+                        + " restarts)"));
+    if (client == null) {
+      return admin;
+    }
+    return new AnyOf(
+        admin,
+        new KubernetesAccess(
+            client,
+            system.dispatchers().lookup(DispatcherSelector.blocking()),
+            java.time.Clock.systemUTC(),
+            Duration.ofSeconds(10)));
+  }
+
+  private static KubernetesClient startKubernetesMode(
       ActorSystem<Void> system, GpuShareService service, EmbeddedConfig embedded)
       throws InterruptedException, ExecutionException, TimeoutException {
     KubernetesClient client =
@@ -379,6 +421,7 @@ public final class Main {
         nodeName
             .map(n -> "node " + n + " only")
             .orElse("every node labelled " + SharePolicy.LABEL));
+    return client;
   }
 
   private static Optional<String> env(String name) {

@@ -6,6 +6,7 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
@@ -46,6 +47,7 @@ final class FakeGpuShareService implements GpuShareService {
   volatile Map<String, String> lastLabelPatch;
   volatile Map<String, String> lastAnnotationPatch;
   volatile List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> lastScript;
+  final GpuShareMetrics metrics = new GpuShareMetrics();
 
   static final Instant SYSTEM_NOW = Instant.parse("2030-05-01T12:00:00Z");
 
@@ -347,5 +349,10 @@ final class FakeGpuShareService implements GpuShareService {
           }
           return new ClockView(clock.advance(by), true);
         });
+  }
+
+  @Override
+  public GpuShareMetrics metrics() {
+    return metrics;
   }
 }

@@ -102,13 +102,13 @@ class HttpApiTest {
     String type = r.headers().firstValue("Content-Type").orElseThrow();
     assertTrue(type.startsWith("text/plain"), type);
     assertTrue(type.contains("version=0.0.4"), type);
-    assertTrue(r.body().contains("gpushare_queue_length{node=\"node-1\"} 1\n"), r.body());
-    assertTrue(
-        r.body()
-            .contains(
-                "gpushare_gpu_core_in_use_percent{node=\"node-1\",gpu=\"0\",uuid=\"GPU-0\"} 50\n"),
-        r.body());
-    assertTrue(r.body().contains("gpushare_pods{node=\"node-1\",state=\"Running\"} 1\n"), r.body());
+    ExpositionText m = ExpositionText.parse(r.body());
+    assertEquals(1, m.value("gpushare_queue_length", "node", "node-1"));
+    assertEquals(
+        50,
+        m.value("gpushare_gpu_core_in_use_percent", "node", "node-1", "gpu", "0", "uuid", "GPU-0"));
+    assertEquals(1, m.value("gpushare_pods", "node", "node-1", "state", "Running"));
+    assertEquals("counter", m.types.get("gpushare_journal_errors_total"));
   }
 
   // ---- generic errors ----

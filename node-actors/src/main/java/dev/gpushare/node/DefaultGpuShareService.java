@@ -22,6 +22,7 @@ import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
 import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.gpu.SimulatedGpuBackend;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
@@ -78,6 +79,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
   private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
   private final LocalGpus local;
+  private final GpuShareMetrics metrics;
 
   /** The latest GPU telemetry of each node's Running pods, as its sampling member published it. */
   private final Map<String, Map<String, Changes.PodUsageReport>> usage = new ConcurrentHashMap<>();
@@ -94,9 +96,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       ActorRef<Topic.Command<Changes.Change>> changes,
       RuntimeSettings settings,
       ArbiterClock clock,
-      LocalGpus local) {
+      LocalGpus local,
+      GpuShareMetrics metrics) {
     this.system = system;
     this.local = local;
+    this.metrics = metrics;
     this.entities = entities;
     this.changes = changes;
     this.settings = settings;
@@ -225,6 +229,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                   .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.Reconcile(bound, r)))
                   .thenApply(o -> Done.getInstance());
             });
+  }
+
+  @Override
+  public GpuShareMetrics metrics() {
+    return metrics;
   }
 
   @Override

@@ -50,12 +50,15 @@ public final class Entities {
       ReservedPerGpu reserved,
       ArbiterClock clock,
       PodActor.Listener podListener,
-      java.util.function.Function<String, dev.gpushare.arbiter.actor.ArbiterPeers> peers) {
+      java.util.function.Function<String, dev.gpushare.arbiter.actor.ArbiterPeers> peers,
+      dev.gpushare.arbiter.actor.ArbiterMetrics arbiterMetrics) {
     ClusterSharding sharding = ClusterSharding.get(system);
     sharding.init(
         Entity.of(
                 ARBITER,
-                ctx -> NodeArbiter.create(ctx.getEntityId(), peers.apply(ctx.getEntityId()), clock))
+                ctx ->
+                    NodeArbiter.create(
+                        ctx.getEntityId(), peers.apply(ctx.getEntityId()), clock, arbiterMetrics))
             .withMessageExtractor(new ByNode<>())
             .withAllocationStrategy(NodeShardAllocation.create())
             // An arbiter runs timers (duration-based preemption): when its shard moves (home to

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.gpu.GpuBackend;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.cluster.NodeShardAllocation;
 import java.util.Optional;
@@ -87,6 +88,8 @@ public final class GpuShareRuntime {
       cluster.manager().tell(Join.create(cluster.selfMember().address()));
     }
     AtomicReference<DefaultGpuShareService> service = new AtomicReference<>();
+    // This runtime's metrics: a registry of its own, not the JVM-wide default one.
+    GpuShareMetrics metrics = new GpuShareMetrics();
     PodActor.Listener listener = (key, record) -> service.get().changed(key, record);
     Entities[] holder = new Entities[1];
     holder[0] =
@@ -95,12 +98,14 @@ public final class GpuShareRuntime {
             settings.reservedPerGpu(),
             clock,
             listener,
-            node -> new ShardedPeers(holder[0], node, settings.askTimeout()));
+            node -> new ShardedPeers(holder[0], node, settings.askTimeout()),
+            metrics);
     // Changes travel cluster-wide, so watchers and the Kubernetes writer on any member hear them.
     ActorRef<Topic.Command<Changes.Change>> changes =
         system.systemActorOf(
             Topic.create(Changes.Change.class, Changes.TOPIC), "gpushare-changes", Props.empty());
-    service.set(new DefaultGpuShareService(system, holder[0], changes, settings, clock, local));
+    service.set(
+        new DefaultGpuShareService(system, holder[0], changes, settings, clock, local, metrics));
     ActorRef<Changes.Change> subscriber =
         system.systemActorOf(
             Behaviors.receive(Changes.Change.class)

@@ -11,6 +11,9 @@ final class TestSystems {
   static Config config(Path snapshots) {
     return ConfigFactory.parseString(
             "pekko.loglevel = WARNING\n"
+                // A loaded CI machine may need more than the default 10 s for the shard regions'
+                // hand-off at shutdown (a request still buffered for a stopping shard).
+                + "pekko.actor.testkit.typed.system-shutdown-default = 30s\n"
                 + "pekko.persistence.journal.plugin = \"pekko.persistence.journal.inmem\"\n"
                 + "pekko.persistence.journal.inmem.test-serialization = on\n"
                 + "pekko.persistence.snapshot-store.plugin = \"pekko.persistence.snapshot-store.local\"\n"

@@ -19,7 +19,9 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 
 /** The HTTP API of API.md, seen from a client: thin, JSON in and out, no server classes. */
 public final class Api {
@@ -35,9 +37,27 @@ public final class Api {
           .build();
 
   private final URI base;
+  private final Supplier<Optional<String>> token;
 
+  /** A client that sends no token (a server without access control, or to test refusals). */
   public Api(URI base) {
+    this(base, Optional::empty);
+  }
+
+  /** A client that sends {@code Authorization: Bearer <token>} when {@code token} gives one. */
+  public Api(URI base, Supplier<Optional<String>> token) {
     this.base = base;
+    this.token = token;
+  }
+
+  /** The same server with another token (or none: {@code Optional.empty()}). */
+  public Api withToken(Optional<String> other) {
+    return new Api(base, () -> other);
+  }
+
+  /** The token this client sends, if any. */
+  public Optional<String> token() {
+    return token.get();
   }
 
   public URI base() {
@@ -88,7 +108,12 @@ public final class Api {
   }
 
   public HttpRequest.Builder request(String path) {
-    return HttpRequest.newBuilder(base.resolve(path)).timeout(REQUEST_TIMEOUT);
+    return authorized(HttpRequest.newBuilder(base.resolve(path)).timeout(REQUEST_TIMEOUT));
+  }
+
+  private HttpRequest.Builder authorized(HttpRequest.Builder b) {
+    token.get().ifPresent(t -> b.header("Authorization", "Bearer " + t));
+    return b;
   }
 
   public Resp send(String method, String path, String body, String contentType) {
@@ -120,7 +145,9 @@ public final class Api {
   /** Opens a streaming GET (SSE); the caller reads and closes the stream. */
   public HttpResponse<InputStream> openStream(String path) {
     HttpRequest req =
-        HttpRequest.newBuilder(base.resolve(path)).header("Accept", "text/event-stream").build();
+        authorized(HttpRequest.newBuilder(base.resolve(path)))
+            .header("Accept", "text/event-stream")
+            .build();
     try {
       return CLIENT.send(req, HttpResponse.BodyHandlers.ofInputStream());
     } catch (IOException e) {

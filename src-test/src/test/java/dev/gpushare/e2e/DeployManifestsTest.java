@@ -425,7 +425,9 @@ class DeployManifestsTest {
             "/nodes/status", Set.of("get", "update", "patch"),
             "/pods", Set.of("get", "list", "watch", "patch"),
             "/pods/status", Set.of("update", "patch"),
-            "events.k8s.io/events", Set.of("create", "patch"));
+            "events.k8s.io/events", Set.of("create", "patch"),
+            "authentication.k8s.io/tokenreviews", Set.of("create"),
+            "authorization.k8s.io/subjectaccessreviews", Set.of("create"));
     assertEquals(new TreeMap<>(documented), granted);
 
     // Every rule is preceded by the comment that says why it is needed.

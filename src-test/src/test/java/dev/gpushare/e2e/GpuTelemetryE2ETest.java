@@ -121,15 +121,16 @@ class GpuTelemetryE2ETest {
     String metrics = api.get("/metrics").body();
     assertTrue(
         metrics.contains(
-            "gpushare_pod_gpu_utilization_percent{namespace=\"default\",pod=\""
-                + node
-                + "-a\",node=\""
-                + node
-                + "\",gpu=\""
+            // The Prometheus client writes labels sorted by name, values as doubles.
+            "gpushare_pod_gpu_utilization_percent{gpu=\""
                 + a.path("gpu").path("index").asInt()
-                + "\",uuid=\""
+                + "\",kind=\"relative\",namespace=\"default\",node=\""
+                + node
+                + "\",pod=\""
+                + node
+                + "-a\",uuid=\""
                 + uuid
-                + "\",kind=\"relative\"} 50"),
+                + "\"} 50.0\n"),
         metrics);
 
     // b does nothing: asked to hibernate after 10 minutes, released a minute later; a stays.

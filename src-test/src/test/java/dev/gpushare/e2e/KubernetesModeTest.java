@@ -618,7 +618,7 @@ class KubernetesModeTest {
       String own = annotations(on).get(OWN_ALLOCATABLE);
       assertNotNull(own, () -> "VIRTUAL records the own allocatable: " + on.getMetadata());
       Map<String, String> recorded = new TreeMap<>();
-      readJson(own).fields().forEachRemaining(e -> recorded.put(e.getKey(), e.getValue().asText()));
+      readJson(own).properties().forEach(e -> recorded.put(e.getKey(), e.getValue().asText()));
       assertEquals(
           new TreeSet<>(List.of("cpu", "ephemeral-storage", "memory")),
           recorded.keySet(),

@@ -15,6 +15,7 @@ import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -105,6 +106,18 @@ public final class ServerProcess implements AutoCloseable {
 
   public Api api() {
     return api;
+  }
+
+  /** The server's admin token ({@code <data>/admin-token}, made at its first start), if there. */
+  public Optional<String> adminToken() {
+    java.nio.file.Path file = dataDir.resolve("admin-token");
+    try {
+      return java.nio.file.Files.exists(file)
+          ? Optional.of(java.nio.file.Files.readString(file).strip())
+          : Optional.empty();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   public URI baseUri() {
@@ -269,7 +282,7 @@ public final class ServerProcess implements AutoCloseable {
     try {
       String url = listening.get(START_DEADLINE_SECONDS, TimeUnit.SECONDS);
       baseUri = URI.create(url);
-      api = new Api(baseUri);
+      api = new Api(baseUri, this::adminToken);
     } catch (TimeoutException e) {
       p.destroyForcibly();
       waitForExit(p, 30);

@@ -21,6 +21,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -37,8 +38,12 @@ import org.apache.pekko.actor.typed.SupervisorStrategy;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.persistence.typed.JournalPersistFailed;
+import org.apache.pekko.persistence.typed.JournalPersistRejected;
 import org.apache.pekko.persistence.typed.PersistenceId;
 import org.apache.pekko.persistence.typed.RecoveryCompleted;
+import org.apache.pekko.persistence.typed.RecoveryFailed;
+import org.apache.pekko.persistence.typed.SnapshotFailed;
 import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
 import org.apache.pekko.persistence.typed.javadsl.Effect;
 import org.apache.pekko.persistence.typed.javadsl.EventHandler;
@@ -192,11 +197,17 @@ public final class NodeArbiter
   }
 
   public static Behavior<Command> create(String node, ArbiterPeers peers, ArbiterClock clock) {
+    return create(node, peers, clock, ArbiterMetrics.NONE);
+  }
+
+  /** As {@link #create(String, ArbiterPeers, ArbiterClock)}, telling {@code metrics} its work. */
+  public static Behavior<Command> create(
+      String node, ArbiterPeers peers, ArbiterClock clock, ArbiterMetrics metrics) {
     return Behaviors.<Command>supervise(
             Behaviors.setup(
                 ctx ->
                     Behaviors.withTimers(
-                        timers -> new NodeArbiter(node, peers, clock, ctx, timers))))
+                        timers -> new NodeArbiter(node, peers, clock, metrics, ctx, timers))))
         .onFailure(
             SupervisorStrategy.restartWithBackoff(
                 Duration.ofMillis(200), Duration.ofSeconds(5), 0.1));
@@ -205,6 +216,7 @@ public final class NodeArbiter
   private final String node;
   private final ArbiterPeers peers;
   private final ArbiterClock clock;
+  private final ArbiterMetrics metrics;
   private final ActorContext<Command> ctx;
   private final TimerScheduler<Command> timers;
 
@@ -216,11 +228,17 @@ public final class NodeArbiter
   private int refusals;
   // The book after the latest persisted event: what notices tell pods.
   private ShareBook latest;
+  // For metrics (System.nanoTime): when each stashed command arrived, when the command being
+  // handled arrived, and the arrivals of the commands the current round answers when it ends.
+  private final Map<Command, Long> stashedAt = new IdentityHashMap<>();
+  private long arrived;
+  private final List<Long> roundArrivals = new ArrayList<>();
 
   private NodeArbiter(
       String node,
       ArbiterPeers peers,
       ArbiterClock clock,
+      ArbiterMetrics metrics,
       ActorContext<Command> ctx,
       TimerScheduler<Command> timers) {
     super(
@@ -229,6 +247,7 @@ public final class NodeArbiter
     this.node = node;
     this.peers = peers;
     this.clock = clock;
+    this.metrics = metrics;
     this.ctx = ctx;
     this.timers = timers;
   }
@@ -267,6 +286,19 @@ public final class NodeArbiter
             book ->
                 ctx.getLog()
                     .info("node {}: arbiter stopped on {}", node, ctx.getSystem().address()))
+        // Journal failures, for metrics (Pekko logs them and restarts the arbiter itself).
+        .onSignal(
+            RecoveryFailed.class,
+            (book, f) -> metrics.journalFailed(node, "recovery", f.getFailure()))
+        .onSignal(
+            JournalPersistFailed.class,
+            (book, f) -> metrics.journalFailed(node, "persist", f.getFailure()))
+        .onSignal(
+            JournalPersistRejected.class,
+            (book, f) -> metrics.journalFailed(node, "persist_rejected", f.getFailure()))
+        .onSignal(
+            SnapshotFailed.class,
+            (book, f) -> metrics.journalFailed(node, "snapshot", f.getFailure()))
         .build();
   }
 
@@ -282,8 +314,11 @@ public final class NodeArbiter
 
   private Effect<Event, ShareBook> onCommand(ShareBook book, Command command) {
     if (busy) {
+      stashedAt.putIfAbsent(command, System.nanoTime());
       return Effect().stash();
     }
+    Long stashed = stashedAt.remove(command);
+    arrived = stashed != null ? stashed : System.nanoTime();
     if (command instanceof GetBook get) {
       Instant now = clock.now();
       get.replyTo().tell(new BookView(book, now, book.nextTimer(now).orElse(null)));
@@ -338,7 +373,7 @@ public final class NodeArbiter
       return round(Effect().none(), replyTo, null);
     }
     afterRemoval(book, pod);
-    return round(Effect().persist(new PodRemoved(pod, clock.now())), replyTo, null);
+    return round(persistCounted(book, new PodRemoved(pod, clock.now())), replyTo, null);
   }
 
   /** What follows a pod's removal: its share freed, the pod told it is gone. */
@@ -368,7 +403,7 @@ public final class NodeArbiter
       return round(Effect().none(), demand.replyTo(), pod);
     }
     outbox.add(notice(pod, List.of(), List.of()));
-    return round(Effect().persist(new Enqueued(pod, clock.now())), demand.replyTo(), pod);
+    return round(persistCounted(book, new Enqueued(pod, clock.now())), demand.replyTo(), pod);
   }
 
   private Effect<Event, ShareBook> onRelease(ShareBook book, Release release) {
@@ -381,14 +416,14 @@ public final class NodeArbiter
     PodState state = book.state(pod);
     if (state == PodState.READY && release.reason() == null) {
       outbox.add(notice(pod, List.of(), List.of()));
-      return round(Effect().persist(new Withdrawn(pod, clock.now())), release.replyTo(), pod);
+      return round(persistCounted(book, new Withdrawn(pod, clock.now())), release.replyTo(), pod);
     }
     if (state == PodState.RUNNING) {
       outbox.add(free(book, book.holdings().get(pod)));
       outbox.add(
           notice(pod, release.note() == null ? List.of() : List.of(release.note()), List.of()));
       return round(
-          Effect().persist(new Released(pod, clock.now(), release.reason())),
+          persistCounted(book, new Released(pod, clock.now(), release.reason())),
           release.replyTo(),
           pod);
     }
@@ -455,7 +490,11 @@ public final class NodeArbiter
     // Every pod hears its status again once the ledgers are checked.
     ledgersChecked = false;
     return round(
-        events.isEmpty() ? Effect().none() : Effect().persist(events), reconcile.replyTo(), null);
+        events.isEmpty()
+            ? Effect().none()
+            : Effect().persist(events).thenRun(b -> events.forEach(e -> count(book, e))),
+        reconcile.replyTo(),
+        null);
   }
 
   // ---- rounds ----
@@ -468,6 +507,7 @@ public final class NodeArbiter
     if (replyTo != null) {
       waiters.add(new Waiter(replyTo, pod));
     }
+    roundArrivals.add(arrived);
     refusals = 0;
     return effect.thenRun(this::proceed).thenUnstashAll();
   }
@@ -590,16 +630,14 @@ public final class NodeArbiter
     refusals = 0;
     if (r.decision() instanceof ShareBook.Grant g) {
       outbox.add(notice(g.pod(), List.of(), List.of()));
-      return Effect()
-          .persist(new Granted(r.decisionId(), g.pod(), g.gpu(), now))
+      return persistCounted(book, new Granted(r.decisionId(), g.pod(), g.gpu(), now))
           .thenRun(this::proceed)
           .thenUnstashAll();
     }
     ShareBook.Pin pin = (ShareBook.Pin) r.decision();
     outbox.add(
         notice(pin.pod(), List.of(), List.of(PodNotes.pinnedCondition(pin.gpu(), r.uuid(), now))));
-    return Effect()
-        .persist(new Pinned(r.decisionId(), pin.pod(), pin.gpu(), now))
+    return persistCounted(book, new Pinned(r.decisionId(), pin.pod(), pin.gpu(), now))
         .thenRun(this::proceed)
         .thenUnstashAll();
   }
@@ -623,8 +661,10 @@ public final class NodeArbiter
       }
       outbox.add(notice(p.pod(), preemptorEvents, preemptorConditions));
       ctx.getLog().info("node {}: {} preempts {} on GPU {}", node, p.pod(), p.victims(), p.gpu());
-      return Effect()
-          .persist(new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), p.victims(), now))
+      List<PodKey> victimKeys = p.victims().stream().map(v -> book.members().get(v).key()).toList();
+      return persistCounted(
+              book, new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), p.victims(), now))
+          .thenRun(b -> metrics.preempted(node, preemptor, victimKeys))
           .thenRun(this::proceed)
           .thenUnstashAll();
     }
@@ -634,8 +674,7 @@ public final class NodeArbiter
             r.pod(),
             List.of(PodNotes.fragmentedEvent(r.message(), now)),
             List.of(PodNotes.fragmentedCondition(r.message(), now))));
-    return Effect()
-        .persist(new PinDeferred(r.pod(), r.message(), now))
+    return persistCounted(book, new PinDeferred(r.pod(), r.message(), now))
         .thenRun(this::proceed)
         .thenUnstashAll();
   }
@@ -702,6 +741,11 @@ public final class NodeArbiter
       w.replyTo().tell(outcome);
     }
     waiters.clear();
+    long end = System.nanoTime();
+    for (long start : roundArrivals) {
+      metrics.roundEnded(node, Duration.ofNanos(end - start));
+    }
+    roundArrivals.clear();
     timers.cancel("look-again");
     if (!clock.manual()) {
       book.nextTimer(now)
@@ -713,6 +757,45 @@ public final class NodeArbiter
   }
 
   // ---- helpers ----
+
+  /**
+   * Persists {@code event} (applied to {@code before}), then tells the metrics of the decision or
+   * removal it records.
+   */
+  private org.apache.pekko.persistence.typed.javadsl.EffectBuilder<Event, ShareBook> persistCounted(
+      ShareBook before, Event event) {
+    return Effect().persist(event).thenRun(after -> count(before, event));
+  }
+
+  /** Tells the metrics of the decision or removal that {@code event} records, once persisted. */
+  private void count(ShareBook before, Event event) {
+    if (event instanceof PodRemoved r) {
+      ShareBook.Member gone = before.members().get(r.pod());
+      if (gone != null) {
+        metrics.podRemoved(node, gone.key());
+      }
+      return;
+    }
+    String kind = null;
+    if (event instanceof Enqueued) {
+      kind = "enqueue";
+    } else if (event instanceof Withdrawn) {
+      kind = "withdraw";
+    } else if (event instanceof Granted) {
+      kind = "grant";
+    } else if (event instanceof Released e) {
+      kind = e.reason() == null ? "release" : "revoke";
+    } else if (event instanceof Preempted) {
+      kind = "preempt";
+    } else if (event instanceof Pinned) {
+      kind = "pin";
+    } else if (event instanceof PinDeferred) {
+      kind = "pin_deferred";
+    }
+    if (kind != null) {
+      metrics.decided(node, kind);
+    }
+  }
 
   /** A notice with the pod's status as it will be once the pending event is applied. */
   private Fire notice(

@@ -132,7 +132,7 @@ public final class AdmissionRoutes extends AllDirectives {
             + " bytes, an AdmissionReview of one Pod";
     LOG.warn("admission webhook call refused: {}", message);
     return Problem.http(
-        StatusCodes.PAYLOAD_TOO_LARGE, message, List.of(new FieldError("body", null, message)));
+        StatusCodes.CONTENT_TOO_LARGE, message, List.of(new FieldError("body", null, message)));
   }
 
   private static void log(String endpoint, AdmissionResponse response) {

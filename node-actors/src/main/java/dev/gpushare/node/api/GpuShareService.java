@@ -7,6 +7,7 @@ import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -117,4 +118,18 @@ public interface GpuShareService {
    * they cause is durable before the stage completes.
    */
   CompletionStage<ClockView> advance(Duration by);
+
+  /**
+   * This runtime's metrics: the counters and histograms of what happened here (decisions and their
+   * latency, preemptions, journal and Kubernetes write errors), in a registry of its own.
+   */
+  GpuShareMetrics metrics();
+
+  /**
+   * Everything {@code GET /metrics} shows, as of now: the state gauges computed from {@link
+   * #nodes()} and {@link #pods(Optional)}, then the event metrics of {@link #metrics()}.
+   */
+  default CompletionStage<MetricSnapshots> scrapeMetrics() {
+    return nodes().thenCombine(pods(Optional.empty()), (n, p) -> metrics().scrape(n, p));
+  }
 }

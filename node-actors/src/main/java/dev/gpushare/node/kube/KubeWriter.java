@@ -1,5 +1,6 @@
 package dev.gpushare.node.kube;
 
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareService.ChangeListener;
 import dev.gpushare.node.api.ServiceException;
@@ -112,6 +113,7 @@ public final class KubeWriter implements AutoCloseable {
   private final TokenBucket bucket;
   private final Backoff backoff;
   private final AtomicLong requests = new AtomicLong();
+  private final GpuShareMetrics metrics;
 
   private final Object lock = new Object();
   // target → when it may be synced (System.nanoTime); insertion order breaks ties
@@ -147,6 +149,7 @@ public final class KubeWriter implements AutoCloseable {
       DoubleSupplier jitter) {
     this.client = client;
     this.service = service;
+    this.metrics = service.metrics();
     this.settings = settings;
     this.bucket = new TokenBucket(settings.qps(), settings.burst(), nanoTime);
     this.backoff = new Backoff(INITIAL_BACKOFF, settings.maxBackoff(), jitter);
@@ -454,6 +457,7 @@ public final class KubeWriter implements AutoCloseable {
       Node next = new NodeBuilder(node).withStatus(desired).build();
       Node written =
           write(
+              "node",
               "write the status of " + what,
               () -> client.nodes().resource(next).lockResourceVersion().updateStatus());
       if (written != null) {
@@ -478,6 +482,7 @@ public final class KubeWriter implements AutoCloseable {
   /** On the object as read: without it, fabric8 would read the node again first. */
   private Node patchNode(Node node, JsonPatch patch, String what) {
     return write(
+        "node",
         what,
         () -> client.nodes().resource(node).patch(PatchContext.of(PatchType.JSON), patch.json()));
   }
@@ -507,6 +512,7 @@ public final class KubeWriter implements AutoCloseable {
       Pod read = pod;
       Pod patched =
           write(
+              "pod",
               "annotate " + what + " with its device",
               () ->
                   client
@@ -524,6 +530,7 @@ public final class KubeWriter implements AutoCloseable {
       Pod next =
           new PodBuilder(pod).editOrNewStatus().withConditions(conditions).endStatus().build();
       write(
+          "pod",
           "write the conditions of " + what,
           () -> client.pods().inNamespace(ns).resource(next).lockResourceVersion().updateStatus());
     }
@@ -548,6 +555,7 @@ public final class KubeWriter implements AutoCloseable {
       Event event = KubeEvents.desired(regarding, e, settings.reportingInstance(), now);
       try {
         write(
+            "event",
             "write Event " + e.reason() + " on " + regarding.getName(),
             () -> client.resource(event).create());
       } catch (Conflict exists) {
@@ -567,13 +575,32 @@ public final class KubeWriter implements AutoCloseable {
 
   // ---- requests ----
 
-  /** A request that the server refused for good: logged, and the pass goes on without it. */
-  private <T> T write(String what, Supplier<T> request) {
+  /**
+   * A write of an object of {@code kind} ({@code node}, {@code pod}, {@code event}, the label of
+   * {@code gpushare_kubernetes_write_errors_total}). A request that the server refused for good is
+   * logged, and the pass goes on without it; every failure is counted.
+   */
+  private <T> T write(String kind, String what, Supplier<T> request) {
     try {
       return call(what, request);
     } catch (Rejected r) {
+      metrics.kubernetesWriteError(kind, "rejected");
       LOG.warn("{}; dropped until the next change", r.getMessage());
       return null;
+    } catch (Retry r) {
+      metrics.kubernetesWriteError(kind, "retry");
+      throw r;
+    } catch (Conflict c) {
+      // An Event's 409 means it exists already (written before a fail-over): no error.
+      if (!"event".equals(kind)) {
+        metrics.kubernetesWriteError(kind, "conflict");
+      }
+      throw c;
+    } catch (Gone | Stopped g) {
+      throw g;
+    } catch (RuntimeException e) {
+      metrics.kubernetesWriteError(kind, "error");
+      throw e;
     }
   }
 

@@ -8,7 +8,6 @@ import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.ShareRequestRules;
 import io.fabric8.kubernetes.api.model.Node;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -125,8 +124,7 @@ public final class OwnAllocatable {
       throw invalid(text);
     }
     Map<String, String> own = new TreeMap<>();
-    for (Iterator<Map.Entry<String, JsonNode>> it = json.fields(); it.hasNext(); ) {
-      Map.Entry<String, JsonNode> e = it.next();
+    for (Map.Entry<String, JsonNode> e : json.properties()) {
       if (!e.getValue().isTextual()) {
         throw new IllegalArgumentException(
             FieldErrors.ofJson(FIELD + "." + e.getKey(), e.getValue().toString(), ACCEPTED)

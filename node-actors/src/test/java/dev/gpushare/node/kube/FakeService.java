@@ -2,6 +2,7 @@ package dev.gpushare.node.kube;
 
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.ClockView;
@@ -34,6 +35,7 @@ final class FakeService implements GpuShareService {
   private final Map<String, NodeView> nodes = new ConcurrentHashMap<>();
   private final Map<String, PodView> pods = new ConcurrentHashMap<>();
   private final List<ChangeListener> listeners = new CopyOnWriteArrayList<>();
+  final GpuShareMetrics metrics = new GpuShareMetrics();
   volatile Instant now = Instant.parse("2026-01-01T00:00:00Z");
   volatile Consumer<String> onNodeRead = n -> {};
   private volatile CountDownLatch gate;
@@ -210,5 +212,10 @@ final class FakeService implements GpuShareService {
   @Override
   public CompletionStage<ClockView> advance(Duration by) {
     throw new UnsupportedOperationException();
+  }
+
+  @Override
+  public GpuShareMetrics metrics() {
+    return metrics;
   }
 }

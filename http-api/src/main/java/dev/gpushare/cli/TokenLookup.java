@@ -1,0 +1,158 @@
+package dev.gpushare.cli;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Where the bearer token comes from, first found wins:
+ *
+ * <ol>
+ *   <li>{@code --token TOKEN}, or {@code --token-file FILE} (not both);
+ *   <li>{@code $GPUSHARE_TOKEN}, else {@code $GPUSHARE_TOKEN_FILE} (an empty variable counts as
+ *       unset);
+ *   <li>{@code ./data/admin-token}, the admin token an embedded server writes into its data
+ *       directory on first start, when it exists and can be read;
+ *   <li>the pod's ServiceAccount token {@code /var/run/secrets/kubernetes.io/serviceaccount/token},
+ *       when it exists and can be read.
+ * </ol>
+ *
+ * A file named explicitly (flag or variable) must be readable and not empty, or the command stops
+ * with a usage error; the two implicit files are only tried. Without any token no {@code
+ * Authorization} header is sent ({@code /healthz} and {@code /readyz} need none).
+ */
+final class TokenLookup {
+
+  static final String TOKEN_ENV = "GPUSHARE_TOKEN";
+  static final String TOKEN_FILE_ENV = "GPUSHARE_TOKEN_FILE";
+  static final Path ADMIN_TOKEN = Path.of("data", "admin-token");
+  static final Path SERVICE_ACCOUNT_TOKEN =
+      Path.of("/var/run/secrets/kubernetes.io/serviceaccount/token");
+
+  /**
+   * A token and where it was found, or none and where it was looked for. A token read from a file
+   * is read again for every request ({@link #current()}): a ServiceAccount token is rotated by the
+   * kubelet while a long {@code run} goes on.
+   */
+  record Credentials(Optional<String> token, String source, Optional<Path> file) {
+    Credentials(Optional<String> token, String source) {
+      this(token, source, Optional.empty());
+    }
+
+    static Credentials none(String why) {
+      return new Credentials(Optional.empty(), why);
+    }
+
+    /** The token as the file holds it now; the one found at start if it cannot be read. */
+    Optional<String> current() {
+      if (file.isPresent()) {
+        try {
+          String text = Files.readString(file.get(), StandardCharsets.UTF_8).strip();
+          if (!text.isEmpty()) {
+            return Optional.of(text);
+          }
+        } catch (IOException e) {
+          // keep the one read at start
+        }
+      }
+      return token;
+    }
+  }
+
+  private TokenLookup() {}
+
+  static Credentials find(
+      String flagToken,
+      Path flagTokenFile,
+      Map<String, String> env,
+      Path workingDir,
+      Path serviceAccountToken) {
+    if (flagToken != null && flagTokenFile != null) {
+      throw new CliException("--token and --token-file: give one of them, not both");
+    }
+    if (flagToken != null) {
+      if (flagToken.isBlank()) {
+        throw new CliException("--token: empty; give the bearer token, or leave the flag out");
+      }
+      return new Credentials(Optional.of(flagToken.strip()), "--token");
+    }
+    if (flagTokenFile != null) {
+      return new Credentials(
+          Optional.of(readExplicit(flagTokenFile, "--token-file")),
+          "--token-file " + flagTokenFile,
+          Optional.of(flagTokenFile));
+    }
+    String envToken = env.get(TOKEN_ENV);
+    if (envToken != null && !envToken.isBlank()) {
+      return new Credentials(Optional.of(envToken.strip()), "$" + TOKEN_ENV);
+    }
+    String envFile = env.get(TOKEN_FILE_ENV);
+    if (envFile != null && !envFile.isBlank()) {
+      Path file = Path.of(envFile);
+      return new Credentials(
+          Optional.of(readExplicit(file, "$" + TOKEN_FILE_ENV)),
+          "$" + TOKEN_FILE_ENV + " (" + file + ")",
+          Optional.of(file));
+    }
+    List<String> skipped = new ArrayList<>();
+    Path admin = workingDir.resolve(ADMIN_TOKEN);
+    Optional<String> adminToken = readImplicit(admin, skipped);
+    if (adminToken.isPresent()) {
+      return new Credentials(adminToken, admin.toString(), Optional.of(admin));
+    }
+    Optional<String> saToken = readImplicit(serviceAccountToken, skipped);
+    if (saToken.isPresent()) {
+      return new Credentials(
+          saToken,
+          "the ServiceAccount token " + serviceAccountToken,
+          Optional.of(serviceAccountToken));
+    }
+    return Credentials.none(
+        "no token found: give --token or --token-file, set $"
+            + TOKEN_ENV
+            + " or $"
+            + TOKEN_FILE_ENV
+            + ", or run where "
+            + admin
+            + " or "
+            + serviceAccountToken
+            + " can be read"
+            + (skipped.isEmpty() ? "" : " (" + String.join("; ", skipped) + ")"));
+  }
+
+  private static String readExplicit(Path file, String what) {
+    String text;
+    try {
+      text = Files.readString(file, StandardCharsets.UTF_8).strip();
+    } catch (IOException e) {
+      throw new CliException(
+          what + " " + file + ": cannot read it (" + e.getClass().getSimpleName() + ")");
+    }
+    if (text.isEmpty()) {
+      throw new CliException(what + " " + file + ": the file is empty; it must hold the token");
+    }
+    return text;
+  }
+
+  private static Optional<String> readImplicit(Path file, List<String> skipped) {
+    if (!Files.exists(file)) {
+      return Optional.empty();
+    }
+    try {
+      String text = Files.readString(file, StandardCharsets.UTF_8).strip();
+      if (text.isEmpty()) {
+        skipped.add(file + " is empty");
+        return Optional.empty();
+      }
+      return Optional.of(text);
+    } catch (IOException e) {
+      skipped.add(file + " cannot be read: " + e.getClass().getSimpleName());
+      return Optional.empty();
+    }
+  }
+}

@@ -1,0 +1,283 @@
+package dev.gpushare.cli;
+
+import static dev.gpushare.cli.StubServer.Answer.json;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code run} against a stub API: the waiting lines, the device environment, release at the end,
+ * SIGUSR1 (then SIGTERM) when the pod leaves Running, and a signal while waiting. CMD is a real
+ * {@code sh}; signals to it are real; signals to the client are simulated.
+ */
+class WorkloadRunnerTest {
+
+  static final String POD = "/v1/namespaces/default/pods/w";
+  static final long DEADLINE_SECONDS = 30;
+
+  /** Receiving is simulated (the test JVM keeps its handlers); sending is real. */
+  static final class TestSignals implements Signals {
+    volatile Consumer<String> handler;
+
+    @Override
+    public AutoCloseable install(Consumer<String> h) {
+      handler = h;
+      return () -> handler = null;
+    }
+
+    @Override
+    public void send(long pid, String signal) {
+      Signals.posix().send(pid, signal);
+    }
+  }
+
+  record Result(int status, String err) {
+    List<String> lines() {
+      return err.lines().toList();
+    }
+  }
+
+  @TempDir Path dir;
+  StubServer stub;
+  TestSignals signals = new TestSignals();
+  final List<OutputStream> streams = new ArrayList<>();
+
+  @BeforeEach
+  void start() throws IOException {
+    stub = new StubServer();
+    stub.on("DELETE", POD + "/demand", json(Canned.pod("w", "Hibernation").toString()));
+  }
+
+  @AfterEach
+  void stop() {
+    stub.close();
+  }
+
+  CompletableFuture<Result> run(String... args) {
+    Map<String, String> env = new HashMap<>();
+    env.put("GPUSHARE_SERVER", stub.uri().toString());
+    env.put("GPUSHARE_POD", "default/w");
+    StringWriter err = new StringWriter();
+    List<String> all = new ArrayList<>(List.of("run", "--interval", "1s"));
+    all.addAll(List.of(args));
+    return CompletableFuture.supplyAsync(
+        () -> {
+          int status =
+              GpushareCli.execute(
+                  all.toArray(String[]::new),
+                  env,
+                  dir,
+                  dir.resolve("none"),
+                  signals,
+                  new PrintWriter(new StringWriter()),
+                  new PrintWriter(err, true));
+          return new Result(status, err.toString());
+        });
+  }
+
+  /** A watch that sends {@code views} one after the other, then stays open until the end. */
+  StubServer.Handler watch(long delayMillis, JsonNode... views) {
+    return (r, x) -> {
+      OutputStream out = StubServer.stream(x);
+      try {
+        for (JsonNode v : views) {
+          StubServer.event(out, v.toString());
+          Thread.sleep(delayMillis);
+        }
+        Thread.sleep(TimeUnit.SECONDS.toMillis(DEADLINE_SECONDS));
+      } catch (InterruptedException | IOException e) {
+        // the stub stops, or the client went away
+      }
+    };
+  }
+
+  /** A grant long poll that answers {@code views} in turn, waiting its timeout for a Ready one. */
+  StubServer.Handler grant(JsonNode... views) {
+    AtomicInteger calls = new AtomicInteger();
+    return (r, x) -> {
+      JsonNode v = views[Math.min(calls.getAndIncrement(), views.length - 1)];
+      if ("Ready".equals(v.path("state").asText())) {
+        long seconds =
+            Long.parseLong(GpushareCliTest.query(r.query()).getOrDefault("timeoutSeconds", "1"));
+        try {
+          Thread.sleep(Math.min(seconds, 5) * 1000);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      StubServer.send(x, json(v.toString()));
+    };
+  }
+
+  @Test
+  void waitsPrintingTheLineThenRunsOnTheGrantedDeviceAndReleases() throws Exception {
+    Path seen = dir.resolve("seen");
+    stub.on("POST", POD + "/demand", json(Canned.ready("w", 2, 5).toString()));
+    stub.on(
+        "GET",
+        POD + "/grant",
+        grant(Canned.ready("w", 1, 6), Canned.running("w", 1, Canned.UUID1, 0)));
+    stub.on("GET", POD + "/watch", watch(0, Canned.running("w", 1, Canned.UUID1, 0)));
+    Result r =
+        run(
+                "--",
+                "sh",
+                "-c",
+                "echo \"$CUDA_VISIBLE_DEVICES $GPUSHARE_GPU_INDEX $GPUSHARE_GPU_UUID"
+                    + " $CUDA_MPS_ACTIVE_THREAD_PERCENTAGE\" > "
+                    + seen
+                    + "; exit 3")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(3, r.status(), r::toString);
+    List<String> waiting = r.lines().stream().filter(l -> l.startsWith("You have")).toList();
+    assertEquals(
+        List.of(
+            "You have been waiting for 5 seconds. Approximate position: 2",
+            "You have been waiting for 6 seconds. Approximate position: 1"),
+        waiting,
+        r::toString);
+    assertEquals(
+        Canned.UUID1 + " 1 " + Canned.UUID1 + " 100\n", Files.readString(seen), r::toString);
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "released once");
+    assertTrue(
+        r.err().contains("gpushare: sh exited with status 3; releasing pod default/w"), r.err());
+  }
+
+  @Test
+  void aPodThatLeavesRunningGetsSigusr1AndAHibernatedPodEndsTheRun() throws Exception {
+    Path seen = dir.resolve("seen");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on(
+        "GET",
+        POD + "/watch",
+        watch(1000, Canned.running("w", 0, Canned.UUID0, 0), Canned.ready("w", 1, 0)));
+    stub.on("GET", POD + "/grant", grant(Canned.pod("w", "Hibernation")));
+    Result r =
+        run(
+                "--grace",
+                "20s",
+                "--",
+                "sh",
+                "-c",
+                "trap 'echo usr1 > " + seen + "; exit 5' USR1; while :; do sleep 0.1; done")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(5, r.status(), r::toString);
+    assertEquals("usr1\n", Files.readString(seen));
+    assertTrue(r.err().contains("left Running (now Ready)"), r.err());
+    assertTrue(r.err().contains("sending SIGUSR1 to sh"), r.err());
+    assertEquals(0, stub.requests("DELETE", POD + "/demand").size(), r::toString);
+  }
+
+  @Test
+  void aCommandThatIgnoresSigusr1GetsSigtermAfterTheGraceThenRunsAgainWhenGranted()
+      throws Exception {
+    Path runs = dir.resolve("runs");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    // first run: revoked after a second; second run: on GPU 1, and it ends by itself
+    AtomicInteger watches = new AtomicInteger();
+    StubServer.Handler first =
+        watch(1000, Canned.running("w", 0, Canned.UUID0, 0), Canned.ready("w", 1, 0));
+    StubServer.Handler second = watch(0, Canned.running("w", 1, Canned.UUID1, 0));
+    stub.on(
+        "GET",
+        POD + "/watch",
+        (r, x) -> (watches.getAndIncrement() == 0 ? first : second).handle(r, x));
+    stub.on(
+        "GET",
+        POD + "/grant",
+        grant(Canned.ready("w", 1, 4), Canned.running("w", 1, Canned.UUID1, 0)));
+    Result r =
+        run(
+                "--grace",
+                "1s",
+                "--",
+                "sh",
+                "-c",
+                "echo $CUDA_VISIBLE_DEVICES >> "
+                    + runs
+                    + "; if [ $CUDA_VISIBLE_DEVICES = "
+                    + Canned.UUID1
+                    + " ]; then exit 0; fi; trap '' USR1; while :; do sleep 0.1; done")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(0, r.status(), r::toString);
+    assertEquals(Canned.UUID0 + "\n" + Canned.UUID1 + "\n", Files.readString(runs));
+    assertTrue(r.err().contains("gpushare: sh still runs: SIGTERM"), r.err());
+    assertTrue(r.err().contains("sh exited with status 143 after losing the GPU share"), r.err());
+    assertTrue(
+        r.lines().contains("You have been waiting for 4 seconds. Approximate position: 1"),
+        r::toString);
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "released at the end");
+  }
+
+  @Test
+  void aSignalWhileWaitingWithdrawsTheDemand() throws Exception {
+    CountDownLatch polled = new CountDownLatch(1);
+    stub.on("POST", POD + "/demand", json(Canned.ready("w", 3, 0).toString()));
+    StubServer.Handler slow = grant(Canned.ready("w", 3, 1));
+    stub.on(
+        "GET",
+        POD + "/grant",
+        (r, x) -> {
+          polled.countDown();
+          slow.handle(r, x);
+        });
+    CompletableFuture<Result> running = run("--", "sh", "-c", "exit 0");
+    assertTrue(polled.await(DEADLINE_SECONDS, TimeUnit.SECONDS), "the client polls the grant");
+    signals.handler.accept("TERM");
+    Result r = running.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(143, r.status(), r::toString);
+    assertEquals(
+        "You have been waiting for 0 seconds. Approximate position: 3",
+        r.lines().get(0),
+        r::toString);
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "demand withdrawn");
+  }
+
+  @Test
+  void aSignalWhileRunningIsForwardedAndTheDemandReleased() throws Exception {
+    Path seen = dir.resolve("seen");
+    Path started = dir.resolve("started");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on("GET", POD + "/watch", watch(0, Canned.running("w", 0, Canned.UUID0, 0)));
+    CompletableFuture<Result> running =
+        run(
+            "--",
+            "sh",
+            "-c",
+            "trap 'echo int > "
+                + seen
+                + "; exit 9' INT; touch "
+                + started
+                + "; while :; do sleep 0.1; done");
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
+    while (!Files.exists(started) && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+    }
+    assertTrue(Files.exists(started), "CMD started");
+    signals.handler.accept("INT");
+    Result r = running.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(9, r.status(), r::toString);
+    assertEquals("int\n", Files.readString(seen));
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "released");
+  }
+}

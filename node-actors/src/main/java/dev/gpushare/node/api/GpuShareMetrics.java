@@ -1,0 +1,411 @@
+package dev.gpushare.node.api;
+
+import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.actor.ArbiterMetrics;
+import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodView;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot;
+import io.prometheus.metrics.model.snapshots.InfoSnapshot.InfoDataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * The runtime's Prometheus metrics (README "Metrics"), with the Prometheus Java client: one {@link
+ * PrometheusRegistry} per runtime (several actor systems may run in one JVM), never the default
+ * registry.
+ *
+ * <p><b>Events</b> are counted where they happen, in the registry: the arbiter's decisions and
+ * their latency ({@link ArbiterMetrics}, told by each node's arbiter on the member that hosts it),
+ * preemptions per pod, journal failures and failed Kubernetes writes. They count from this member's
+ * start: each member counts what its own arbiters and its own Kubernetes writer did.
+ *
+ * <p><b>State</b> (queue, GPUs, pods) is not kept here: {@link #scrape} builds it from the
+ * service's node and pod views at scrape time, so a scrape always shows the state as it is now.
+ *
+ * <p>Thread-safe: the arbiters call in from their actors, the Kubernetes writer from its thread,
+ * scrapes from the HTTP server.
+ */
+public final class GpuShareMetrics implements ArbiterMetrics {
+
+  /** The decision kinds of {@link ArbiterMetrics#decided}, each node's series start at zero. */
+  public static final List<String> DECISION_KINDS =
+      List.of(
+          "enqueue", "withdraw", "grant", "release", "revoke", "preempt", "pin", "pin_deferred");
+
+  /** The entity named in journal errors of the node arbiters. */
+  public static final String ARBITER_ENTITY = "NodeArbiter";
+
+  /** The operations of {@link ArbiterMetrics#journalFailed}. */
+  public static final List<String> JOURNAL_OPERATIONS =
+      List.of("recovery", "persist", "persist_rejected", "snapshot");
+
+  /** The object kinds of {@link #kubernetesWriteError}. */
+  public static final List<String> KUBERNETES_KINDS = List.of("node", "pod", "event");
+
+  /** The reasons of {@link #kubernetesWriteError}. */
+  public static final List<String> KUBERNETES_REASONS =
+      List.of("rejected", "retry", "conflict", "error");
+
+  /** Round latency buckets, seconds: a round persists a few events and asks a few actors. */
+  static final double[] DURATION_BUCKETS = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
+  };
+
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final Counter decisions;
+  private final Histogram decisionDuration;
+  private final Counter podPreemptions;
+  private final Counter journalErrors;
+  private final Counter kubernetesWriteErrors;
+  private final Set<String> nodesSeen = ConcurrentHashMap.newKeySet();
+
+  public GpuShareMetrics() {
+    decisions =
+        Counter.builder()
+            .name("gpushare_decisions_total")
+            .help(
+                "Decisions of the node's arbiter persisted on this member, by kind: enqueue,"
+                    + " withdraw, grant, release, revoke (telemetry rules: idle or memory),"
+                    + " preempt, pin, pin_deferred.")
+            .labelNames("node", "kind")
+            .register(registry);
+    decisionDuration =
+        Histogram.builder()
+            .name("gpushare_decision_duration_seconds")
+            .help(
+                "Time from a command's arrival at the node's arbiter to the end of the decision"
+                    + " round that answers it (every decision it caused persisted and carried"
+                    + " out).")
+            .labelNames("node")
+            .classicOnly()
+            .classicUpperBounds(DURATION_BUCKETS)
+            .register(registry);
+    podPreemptions =
+        Counter.builder()
+            .name("gpushare_pod_preemptions_total")
+            .help(
+                "Preemptions per pod: role=victim, the pod lost its share; role=preemptor, the pod"
+                    + " took a victim's share (one per victim). Dropped when the pod is deleted.")
+            .labelNames("namespace", "pod", "role")
+            .register(registry);
+    journalErrors =
+        Counter.builder()
+            .name("gpushare_journal_errors_total")
+            .help(
+                "Journal failures seen by persistent entities on this member, by entity and"
+                    + " operation: recovery, persist, persist_rejected, snapshot.")
+            .labelNames("entity", "operation")
+            .register(registry);
+    kubernetesWriteErrors =
+        Counter.builder()
+            .name("gpushare_kubernetes_write_errors_total")
+            .help(
+                "Failed writes to the Kubernetes API server, by object kind (node, pod, event) and"
+                    + " reason: rejected (4xx, dropped until the next change), retry (429, 5xx,"
+                    + " timeout, no response; retried with back-off), conflict (409 on a status"
+                    + " write; read again), error (anything else).")
+            .labelNames("kind", "reason")
+            .register(registry);
+    for (String operation : JOURNAL_OPERATIONS) {
+      journalErrors.initLabelValues(ARBITER_ENTITY, operation);
+    }
+    for (String kind : KUBERNETES_KINDS) {
+      for (String reason : KUBERNETES_REASONS) {
+        kubernetesWriteErrors.initLabelValues(kind, reason);
+      }
+    }
+  }
+
+  /** The registry of the event metrics (counters and histograms); see {@link #scrape}. */
+  public PrometheusRegistry registry() {
+    return registry;
+  }
+
+  // ---- events ----
+
+  @Override
+  public void decided(String node, String kind) {
+    seen(node);
+    decisions.labelValues(node, kind).inc();
+  }
+
+  @Override
+  public void preempted(String node, PodKey preemptor, List<PodKey> victims) {
+    for (PodKey victim : victims) {
+      podPreemptions.labelValues(victim.namespace(), victim.name(), "victim").inc();
+    }
+    podPreemptions
+        .labelValues(preemptor.namespace(), preemptor.name(), "preemptor")
+        .inc(victims.size());
+  }
+
+  @Override
+  public void roundEnded(String node, Duration elapsed) {
+    seen(node);
+    decisionDuration.labelValues(node).observe(elapsed.toNanos() / 1e9);
+  }
+
+  @Override
+  public void podRemoved(String node, PodKey pod) {
+    podPreemptions.remove(pod.namespace(), pod.name(), "victim");
+    podPreemptions.remove(pod.namespace(), pod.name(), "preemptor");
+  }
+
+  @Override
+  public void journalFailed(String node, String operation, Throwable cause) {
+    journalError(ARBITER_ENTITY, operation);
+  }
+
+  /** A persistent entity's journal failed it ({@code operation} as in the metric's help). */
+  public void journalError(String entity, String operation) {
+    journalErrors.labelValues(entity, operation).inc();
+  }
+
+  /** A write to the API server failed: {@code kind} and {@code reason} as in the metric's help. */
+  public void kubernetesWriteError(String kind, String reason) {
+    kubernetesWriteErrors.labelValues(kind, reason).inc();
+  }
+
+  /** A node's decision series start at zero, so that rates work from its first decision. */
+  private void seen(String node) {
+    if (nodesSeen.add(node)) {
+      for (String kind : DECISION_KINDS) {
+        decisions.initLabelValues(node, kind);
+      }
+    }
+  }
+
+  // ---- a scrape ----
+
+  /** Everything {@code GET /metrics} shows: the state of these views, then the event metrics. */
+  public MetricSnapshots scrape(List<NodeView> nodes, List<PodView> pods) {
+    MetricSnapshots.Builder all = MetricSnapshots.builder();
+    state(nodes, pods).forEach(all::metricSnapshot);
+    registry.scrape().forEach(all::metricSnapshot);
+    return all.build();
+  }
+
+  /** The state gauges of these node and pod views (sorted, so equal input gives equal output). */
+  public static List<MetricSnapshot> state(List<NodeView> nodes, List<PodView> pods) {
+    List<NodeView> sortedNodes =
+        nodes.stream().sorted(Comparator.comparing(NodeView::name)).toList();
+    List<PodView> sortedPods =
+        pods.stream()
+            .sorted(Comparator.comparing((PodView p) -> p.namespace() + "/" + p.name()))
+            .toList();
+    List<PodView> sharing = sortedPods.stream().filter(p -> p.state() != null).toList();
+    List<MetricSnapshot> out = new ArrayList<>();
+
+    // ---- per node ----
+    GaugeSnapshot.Builder queue =
+        gauge("gpushare_queue_length", "Pods waiting in the node's ready queue.");
+    for (NodeView node : sortedNodes) {
+      queue.dataPoint(point(Labels.of("node", node.name()), listOf(node.queue()).size()));
+    }
+    out.add(queue.build());
+
+    out.add(
+        gpuGauge(
+            sortedNodes,
+            "gpushare_gpu_core_in_use_percent",
+            "Sum of the core limits of the pods holding the GPU, in percent of the GPU.",
+            g -> g.inUse() == null ? 0 : g.inUse().core()));
+    out.add(
+        gpuGauge(
+            sortedNodes,
+            "gpushare_gpu_memory_in_use_percent",
+            "Sum of the memory limits of the pods holding the GPU, in percent of the GPU.",
+            g -> g.inUse() == null ? 0 : g.inUse().memory()));
+    out.add(
+        gpuGauge(
+            sortedNodes,
+            "gpushare_gpu_shares_in_use",
+            "Shares in use on the GPU: the pods holding a share of it.",
+            g -> listOf(g.pods()).size()));
+    out.add(
+        gpuGauge(
+            sortedNodes,
+            "gpushare_gpu_healthy",
+            "1 when the GPU is healthy, else 0.",
+            g -> "Healthy".equals(g.health()) ? 1 : 0));
+
+    // Every state of every node is written, zeros included, so that series do not come and go.
+    Map<String, Map<String, Integer>> counts = new TreeMap<>();
+    for (NodeView node : sortedNodes) {
+      Map<String, Integer> byState = counts.computeIfAbsent(node.name(), n -> new TreeMap<>());
+      for (PodState state : PodState.values()) {
+        byState.put(state.display(), 0);
+      }
+    }
+    for (PodView pod : sharing) {
+      counts.computeIfAbsent(nodeOf(pod), n -> new TreeMap<>()).merge(pod.state(), 1, Integer::sum);
+    }
+    GaugeSnapshot.Builder podCounts =
+        gauge("gpushare_pods", "Pods that share a GPU, by node and state.");
+    counts.forEach(
+        (node, byState) ->
+            byState.forEach(
+                (state, count) ->
+                    podCounts.dataPoint(point(Labels.of("node", node, "state", state), count))));
+    out.add(podCounts.build());
+
+    // ---- per sharing pod ----
+    GaugeSnapshot.Builder state =
+        gauge(
+            "gpushare_pod_state",
+            "1 for the pod's state (Pending, Hibernation, Ready, Running), 0 for the others;"
+                + " pods that share a GPU.");
+    for (PodView p : sharing) {
+      for (PodState s : PodState.values()) {
+        state.dataPoint(
+            point(podLabels(p).add("state", s.display()), s.display().equals(p.state()) ? 1 : 0));
+      }
+    }
+    out.add(state.build());
+
+    GaugeSnapshot.Builder position =
+        gauge(
+            "gpushare_pod_queue_position", "A Ready pod's position in its node's queue, 1-based.");
+    GaugeSnapshot.Builder waiting =
+        gauge("gpushare_pod_waiting_seconds", "Seconds a Ready pod has been waiting for a GPU.");
+    GaugeSnapshot.Builder running =
+        gauge(
+            "gpushare_pod_running_seconds",
+            "Seconds a Running pod has held its GPU share (this Running period).");
+    GaugeSnapshot.Builder coreLimit =
+        gauge("gpushare_pod_core_limit_percent", "The pod's GPU core limit, percent of a GPU.");
+    GaugeSnapshot.Builder memoryLimit =
+        gauge("gpushare_pod_memory_limit_percent", "The pod's GPU memory limit, percent of a GPU.");
+    InfoSnapshot.Builder device =
+        InfoSnapshot.builder()
+            .name("gpushare_pod_device")
+            .help(
+                "The device a pod holds: its real index on the node (gpu) and UUID; value 1,"
+                    + " absent while it holds none.");
+    for (PodView p : sharing) {
+      Labels labels = podLabels(p);
+      if (p.queuePosition() != null) {
+        position.dataPoint(point(labels, p.queuePosition()));
+      }
+      if (p.waitingSeconds() != null) {
+        waiting.dataPoint(point(labels, p.waitingSeconds()));
+      }
+      if (p.runningSeconds() != null) {
+        running.dataPoint(point(labels, p.runningSeconds()));
+      }
+      if (p.limits() != null) {
+        coreLimit.dataPoint(point(labels, p.limits().core()));
+        memoryLimit.dataPoint(point(labels, p.limits().memory()));
+      }
+      if (p.gpu() != null) {
+        device.dataPoint(InfoDataPointSnapshot.builder().labels(deviceLabels(p)).build());
+      }
+    }
+    out.add(position.build());
+    out.add(waiting.build());
+    out.add(running.build());
+    out.add(coreLimit.build());
+    out.add(memoryLimit.build());
+    out.add(device.build());
+
+    // A Running pod's latest GPU telemetry (SPEC §7): absent until its member's first sample.
+    List<PodView> used =
+        sortedPods.stream().filter(p -> p.usage() != null && p.gpu() != null).toList();
+    GaugeSnapshot.Builder memoryUsed =
+        gauge(
+            "gpushare_pod_gpu_memory_used_mib",
+            "GPU memory used by a Running pod's processes, MiB (latest telemetry sample).");
+    GaugeSnapshot.Builder memoryLimitMib =
+        gauge(
+            "gpushare_pod_gpu_memory_limit_mib",
+            "A Running pod's GPU memory limit in MiB on its device (latest telemetry sample).");
+    GaugeSnapshot.Builder utilization =
+        gauge(
+            "gpushare_pod_gpu_utilization_percent",
+            "SM utilisation of a Running pod: kind=absolute of the whole GPU, kind=relative to the"
+                + " pod's core limit (SPEC 7).");
+    for (PodView p : used) {
+      Labels labels = deviceLabels(p);
+      memoryUsed.dataPoint(point(labels, p.usage().memoryUsedMiB()));
+      memoryLimitMib.dataPoint(point(labels, p.usage().memoryLimitMiB()));
+      if (p.usage().absoluteUtilization() != null) {
+        utilization.dataPoint(
+            point(labels.add("kind", "absolute"), p.usage().absoluteUtilization()));
+      }
+      if (p.usage().relativeUtilization() != null) {
+        utilization.dataPoint(
+            point(labels.add("kind", "relative"), p.usage().relativeUtilization()));
+      }
+    }
+    out.add(memoryUsed.build());
+    out.add(memoryLimitMib.build());
+    out.add(utilization.build());
+    return out;
+  }
+
+  private static GaugeSnapshot gpuGauge(
+      List<NodeView> nodes, String name, String help, ToDoubleFunction<GpuView> value) {
+    GaugeSnapshot.Builder gauge = gauge(name, help);
+    for (NodeView node : nodes) {
+      List<GpuView> gpus =
+          listOf(node.gpus()).stream().sorted(Comparator.comparingInt(GpuView::index)).toList();
+      for (GpuView gpu : gpus) {
+        gauge.dataPoint(
+            point(
+                Labels.of(
+                    "node",
+                    node.name(),
+                    "gpu",
+                    Integer.toString(gpu.index()),
+                    "uuid",
+                    Objects.requireNonNullElse(gpu.uuid(), "")),
+                value.applyAsDouble(gpu)));
+      }
+    }
+    return gauge.build();
+  }
+
+  private static Labels podLabels(PodView p) {
+    return Labels.of("namespace", p.namespace(), "pod", p.name(), "node", nodeOf(p));
+  }
+
+  private static Labels deviceLabels(PodView p) {
+    return podLabels(p)
+        .add("gpu", Integer.toString(p.gpu().index()))
+        .add("uuid", Objects.requireNonNullElse(p.gpu().uuid(), ""));
+  }
+
+  private static String nodeOf(PodView p) {
+    return Objects.requireNonNullElse(p.node(), "");
+  }
+
+  private static GaugeSnapshot.Builder gauge(String name, String help) {
+    return GaugeSnapshot.builder().name(name).help(help);
+  }
+
+  private static GaugeDataPointSnapshot point(Labels labels, double value) {
+    return GaugeDataPointSnapshot.builder().labels(labels).value(value).build();
+  }
+
+  private static <T> List<T> listOf(List<T> list) {
+    return list == null ? List.of() : list;
+  }
+}
