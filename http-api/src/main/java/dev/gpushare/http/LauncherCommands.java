@@ -1,5 +1,6 @@
 package dev.gpushare.http;
 
+import dev.gpushare.http.replay.ReplayCommand;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.List;
@@ -15,7 +16,9 @@ final class LauncherCommands {
 
   static boolean isCommand(String[] args) {
     return args.length > 0
-        && (args[0].equals(InitSchemaCommand.NAME) || args[0].equals(JournalCommand.NAME));
+        && (args[0].equals(InitSchemaCommand.NAME)
+            || args[0].equals(JournalCommand.NAME)
+            || args[0].equals(ReplayCommand.NAME));
   }
 
   /** Runs the command; answers its exit status. */
@@ -24,6 +27,7 @@ final class LauncherCommands {
     return switch (args[0]) {
       case InitSchemaCommand.NAME -> InitSchemaCommand.run(rest, out, err);
       case JournalCommand.NAME -> JournalCommand.run(rest, out, err);
+      case ReplayCommand.NAME -> ReplayCommand.run(rest, out, err);
       default -> throw new IllegalArgumentException("not a command: " + args[0]);
     };
   }
