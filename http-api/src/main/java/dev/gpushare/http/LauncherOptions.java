@@ -211,6 +211,9 @@ public record LauncherOptions(
                java -jar gpushare.jar init-schema [--config FILE] [--data DIR]
                java -jar gpushare.jar journal (PERSISTENCE_ID | --ids) [--from N] [--limit N]
                                       [--config FILE] [--data DIR]
+               java -jar gpushare.jar replay TRACE_DIR [--trace NAME|all] [--policies LIST]
+                                      [--seeds 1..10] [--order creation_time|shuffled] [--csv FILE]
+               java -cp gpushare.jar dev.gpushare.cli.GpushareCli COMMAND…   (the gpushare CLI)
 
         Starts the GPU-share arbiter in embedded mode (simulated GPU-HPN nodes; the H2 journal
         under --data, or PostgreSQL when the config's gpushare.journal says so) and serves the
