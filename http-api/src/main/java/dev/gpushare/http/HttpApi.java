@@ -81,7 +81,8 @@ public final class HttpApi extends ApiDirectives {
             new DataPlaneRoutes(service).route(),
             new DashboardRoutes(service).route(),
             new JournalRoutes(journal).route(),
-            new ClockRoutes(service, clockAdvanced).route());
+            new ClockRoutes(service, clockAdvanced).route(),
+            new dev.gpushare.http.extender.SchedulerExtenderRoutes(service).route());
   }
 
   /** The routes with the error policy applied: every request gets a response from here. */

@@ -29,7 +29,21 @@ public record LauncherOptions(
     Optional<Path> config,
     boolean help,
     Webhook webhook,
-    boolean kubernetes) {
+    boolean kubernetes,
+    Extender extender) {
+
+  /** Without the scheduler extender's listener. */
+  public LauncherOptions(
+      String host,
+      int port,
+      Path data,
+      Optional<ClockMode> clock,
+      Optional<Path> config,
+      boolean help,
+      Webhook webhook,
+      boolean kubernetes) {
+    this(host, port, data, clock, config, help, webhook, kubernetes, Extender.OFF);
+  }
 
   /** The options of the embedded mode. */
   public LauncherOptions(
@@ -71,13 +85,30 @@ public record LauncherOptions(
     }
   }
 
+  /**
+   * The scheduler extender's mutual-TLS listener ({@code --extender-port}, {@code
+   * --extender-client-ca}; deploy/scheduler-extender): on {@code --host}, its own port, serving
+   * with the webhook's certificate and key ({@code --tls-cert}, {@code --tls-key}), accepting only
+   * clients whose certificate the given CA issued.
+   *
+   * @param port {@code 0} when off (the default)
+   */
+  public record Extender(int port, Optional<Path> clientCa) {
+    public static final Extender OFF = new Extender(0, Optional.empty());
+
+    public boolean enabled() {
+      return port > 0;
+    }
+  }
+
   public static final String DEFAULT_HOST = "127.0.0.1";
   public static final int DEFAULT_PORT = 8080;
   public static final Path DEFAULT_DATA = Path.of("data");
 
   private static final String FLAGS =
       "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --webhook-port N,"
-          + " --tls-cert FILE, --tls-key FILE, --kubernetes, --help";
+          + " --tls-cert FILE, --tls-key FILE, --extender-port N, --extender-client-ca FILE,"
+          + " --kubernetes, --help";
 
   /** The defaults, as if no flag were given. */
   public static LauncherOptions defaults() {
@@ -100,6 +131,8 @@ public record LauncherOptions(
     Optional<Path> tlsCert = Optional.empty();
     Optional<Path> tlsKey = Optional.empty();
     boolean kubernetes = false;
+    int extenderPort = 0;
+    Optional<Path> extenderCa = Optional.empty();
     Set<String> seen = new HashSet<>();
     for (int i = 0; i < args.size(); i++) {
       String arg = args.get(i);
@@ -128,7 +161,9 @@ public record LauncherOptions(
               "--config",
               "--webhook-port",
               "--tls-cert",
-              "--tls-key")
+              "--tls-key",
+              "--extender-port",
+              "--extender-client-ca")
           .contains(flag)) {
         throw new LaunchException("unknown flag '" + flag + "'; accepted: " + FLAGS);
       }
@@ -159,6 +194,8 @@ public record LauncherOptions(
         case "--webhook-port" -> webhookPort = port(flag, value);
         case "--tls-cert" -> tlsCert = Optional.of(path(flag, value));
         case "--tls-key" -> tlsKey = Optional.of(path(flag, value));
+        case "--extender-port" -> extenderPort = port(flag, value);
+        case "--extender-client-ca" -> extenderCa = Optional.of(path(flag, value));
         default -> throw new IllegalStateException("unhandled flag " + flag);
       }
     }
@@ -170,7 +207,44 @@ public record LauncherOptions(
         config,
         false,
         webhook(port, webhookPort, tlsCert, tlsKey),
-        kubernetes);
+        kubernetes,
+        extender(port, webhookPort, extenderPort, extenderCa));
+  }
+
+  /** The extender needs its client CA and the webhook's TLS pair, on a port of its own. */
+  private static Extender extender(
+      int apiPort, int webhookPort, int port, Optional<Path> clientCa) {
+    if (port == 0) {
+      if (clientCa.isPresent()) {
+        throw new LaunchException(
+            "--extender-client-ca: given without --extender-port; give --extender-port N (e.g."
+                + " 8444) too, or leave it out");
+      }
+      return Extender.OFF;
+    }
+    if (clientCa.isEmpty()) {
+      throw new LaunchException(
+          "--extender-port "
+              + port
+              + ": --extender-client-ca missing; the extender accepts only clients whose"
+              + " certificate that CA issued (mutual TLS), so give --extender-client-ca FILE (PEM)");
+    }
+    if (webhookPort == 0) {
+      throw new LaunchException(
+          "--extender-port "
+              + port
+              + ": needs --webhook-port, --tls-cert and --tls-key; the extender serves HTTPS with"
+              + " the webhook's certificate and key");
+    }
+    if (port == apiPort || port == webhookPort) {
+      throw new LaunchException(
+          "--extender-port "
+              + port
+              + ": already taken by "
+              + (port == apiPort ? "--port" : "--webhook-port")
+              + "; give the extender a port of its own (e.g. 8444)");
+    }
+    return new Extender(port, clientCa);
   }
 
   /** The webhook flags go together: a port needs a certificate and a key, and they a port. */

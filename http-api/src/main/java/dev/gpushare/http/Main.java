@@ -15,6 +15,8 @@ import dev.gpushare.http.auth.Access;
 import dev.gpushare.http.auth.AdminToken;
 import dev.gpushare.http.auth.AnyOf;
 import dev.gpushare.http.auth.KubernetesAccess;
+import dev.gpushare.http.extender.ExtenderTls;
+import dev.gpushare.http.extender.SchedulerExtenderServer;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
@@ -132,7 +134,8 @@ public final class Main {
       ArbiterClock clock,
       Consumer<Instant> clockAdvanced,
       Optional<WebhookTls> webhookTls,
-      ClusterFormation formation) {}
+      ClusterFormation formation,
+      Optional<ExtenderTls> extenderTls) {}
 
   private static Prepared prepare(LauncherOptions options) {
     Config loaded = EmbeddedConfig.load(options.config());
@@ -144,6 +147,14 @@ public final class Main {
                 WebhookTls.load(
                     options.webhook().tlsCert().orElseThrow(),
                     options.webhook().tlsKey().orElseThrow()))
+            : Optional.empty();
+    Optional<ExtenderTls> extenderTls =
+        options.extender().enabled()
+            ? Optional.of(
+                ExtenderTls.load(
+                    options.webhook().tlsCert().orElseThrow(),
+                    options.webhook().tlsKey().orElseThrow(),
+                    options.extender().clientCa().orElseThrow()))
             : Optional.empty();
     Path data = DataDirectory.prepare(options.data());
     // Kubernetes mode inside a pod forms the cluster with bootstrap and says which node this
@@ -165,7 +176,14 @@ public final class Main {
     ClockMode mode = options.clock().orElse(embedded.clock());
     if (mode == ClockMode.SYSTEM) {
       return new Prepared(
-          options, embedded, systemConfig, ArbiterClock.system(), now -> {}, webhookTls, formation);
+          options,
+          embedded,
+          systemConfig,
+          ArbiterClock.system(),
+          now -> {},
+          webhookTls,
+          formation,
+          extenderTls);
     }
     ClockFile clockFile = new ClockFile(data);
     Instant start =
@@ -181,7 +199,8 @@ public final class Main {
         new ManualClock(start),
         clockFile::record,
         webhookTls,
-        formation);
+        formation,
+        extenderTls);
   }
 
   private static int start(Prepared prepared, PrintStream out, PrintStream err) {
@@ -227,6 +246,22 @@ public final class Main {
       binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
       if (prepared.webhookTls().isPresent()) {
         bindWebhook(system, options, prepared.webhookTls().get());
+      }
+      if (prepared.extenderTls().isPresent()) {
+        ServerBinding extender =
+            SchedulerExtenderServer.bind(
+                    system,
+                    service,
+                    options.host(),
+                    options.extender().port(),
+                    prepared.extenderTls().get())
+                .toCompletableFuture()
+                .get();
+        extender.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+        LOG.info(
+            "scheduler extender listening on https://{}:{} (mutual TLS)",
+            urlHost(options.host()),
+            extender.localAddress().getPort());
       }
       String url = "http://" + urlHost(options.host()) + ":" + binding.localAddress().getPort();
       LOG.info(

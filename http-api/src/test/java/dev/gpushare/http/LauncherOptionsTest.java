@@ -127,4 +127,47 @@ class LauncherOptionsTest {
   void aStrayArgumentIsRefused() {
     assertTrue(refused("serve").getMessage().startsWith("unexpected argument 'serve'"));
   }
+
+  @Test
+  void theSchedulerExtenderListenerNeedsItsClientCaAndTheWebhooksTlsPair() {
+    LauncherOptions o =
+        LauncherOptions.parse(
+            List.of(
+                "--webhook-port",
+                "8443",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "--extender-port",
+                "8444",
+                "--extender-client-ca",
+                "ca.pem"));
+    assertEquals(new LauncherOptions.Extender(8444, Optional.of(Path.of("ca.pem"))), o.extender());
+    assertEquals(LauncherOptions.Extender.OFF, LauncherOptions.defaults().extender());
+    assertTrue(
+        refused("--extender-port", "8444").getMessage().contains("--extender-client-ca missing"));
+    assertTrue(
+        refused("--extender-client-ca", "ca.pem")
+            .getMessage()
+            .startsWith("--extender-client-ca: given without --extender-port"));
+    assertTrue(
+        refused("--extender-port", "8444", "--extender-client-ca", "ca.pem")
+            .getMessage()
+            .contains("needs --webhook-port, --tls-cert and --tls-key"));
+    assertTrue(
+        refused(
+                "--webhook-port",
+                "8443",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "--extender-port",
+                "8443",
+                "--extender-client-ca",
+                "ca.pem")
+            .getMessage()
+            .contains("already taken by --webhook-port"));
+  }
 }

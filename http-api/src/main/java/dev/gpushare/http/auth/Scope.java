@@ -17,6 +17,9 @@ import java.util.Optional;
  *       /v1/namespaces/{ns}/pods/{name}[/demand|grant|watch]}: {@code pods} in {@code ns}, named,
  *       subresource {@code demand}, {@code grant} or {@code watch}; {@code /v1/journal…}: {@code
  *       journal}; {@code /v1/clock…}: {@code clock}; {@code /v1/watch}: {@code watch changes};
+ *   <li>{@code /scheduler/filter}, {@code /scheduler/prioritize} (the kube-scheduler extender,
+ *       {@code http.extender}): {@code create scheduler}, no name — bind it to the scheduler's
+ *       identity ({@code deploy/scheduler-extender/clusterrole-gpushare-scheduler-extender.yaml});
  *   <li>verbs: GET {@code get} (a collection {@code list}), POST {@code create}, PUT and PATCH
  *       {@code update}, DELETE {@code delete}.
  * </ul>
@@ -51,6 +54,9 @@ public record Scope(
     }
     if (first.equals("metrics")) {
       return scope(verb, "metrics", null, null, null);
+    }
+    if (first.equals("scheduler")) {
+      return scope(verb, "scheduler", null, null, null);
     }
     if (!first.equals("v1") || s.size() < 2) {
       return scope(verb, first, null, null, null);
