@@ -168,10 +168,12 @@ class RealGpusTest {
 
     // The driver says GPU 1 is lost: the node stops counting it, and counts it again after.
     hardware.unhealthy.put(1, "GPU is lost (NVML_ERROR_GPU_IS_LOST)");
-    awaitNode("GPU 1 unhealthy", n -> n.gpus().get(1).health().equals("Unhealthy"));
-    assertEquals(
-        "100",
-        await(service.node("hw")).status().capacity().get("alibabacloud.com/gpu-core.percentage"));
+    // The GPU's health and the node's capacity are updated one after the other: wait for both.
+    awaitNode(
+        "GPU 1 unhealthy and out of the capacity",
+        n ->
+            n.gpus().get(1).health().equals("Unhealthy")
+                && "100".equals(n.status().capacity().get("alibabacloud.com/gpu-core.percentage")));
     hardware.unhealthy.remove(1);
     awaitNode("GPU 1 healthy again", n -> !n.gpus().get(1).health().equals("Unhealthy"));
   }
