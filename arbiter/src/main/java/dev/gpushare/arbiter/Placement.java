@@ -12,9 +12,9 @@ import java.util.OptionalInt;
  * <p><b>The arbiter's rule</b> ({@link #bestFit}; SPEC §5 "Placement", §6 pinning): best fit —
  * among the GPUs it fits, the one that would have the least free room left (core plus memory
  * percent), ties broken by the lowest device index. Keeping whole GPUs free serves pods whose limit
- * is 100. The share-pool arbiter and static pinning ({@link ShareBook}) use this rule and only this
- * rule: SPEC §5 fixes both the criterion and the tie-break (design), and its reference example and
- * tests are stated in those terms.
+ * is 100. The share-pool arbiter and static pinning ({@link ShareBook}) use this rule by default:
+ * SPEC §5 fixes both the criterion and the tie-break (design), and its reference example and tests
+ * are stated in those terms.
  *
  * <p><b>The fragmentation-aware choice</b> ({@link #leastFragmenting}; issue 7, SPEC §8 "score:
  * fragmentation-aware"): the GPU whose taking increases the node's fragmentation least, measured as
@@ -24,10 +24,10 @@ import java.util.OptionalInt;
  * the class's popularity. Equal increments fall back to best fit, then to the lowest index. It
  * differs from best fit when the tightest GPU would leave a remainder no common share can use
  * (FragmentationAwarePlacementTest: a 50/50 share beside GPUs holding nothing, 30 and 60 goes to
- * the empty GPU, where best fit takes the 30 one); that is why the arbiter does not use it: it
- * would change placements SPEC §5 defines. It serves callers that rank placements without a SPEC §5
- * contract, such as the scheduler extender's score; the trace replay's cluster-wide policies use
- * the same measure on whole nodes.
+ * the empty GPU, where best fit takes the 30 one); that is why the arbiter uses it only when asked
+ * ({@link GpuChoice#LEAST_FRAGMENTING}, {@code gpushare.placement = least-fragmenting}): it changes
+ * placements SPEC §5 defines. The scheduler extender's score uses the same measure on the GPU the
+ * arbiter would pick; the trace replay's cluster-wide policies use it on whole nodes.
  */
 public final class Placement {
   private Placement() {}

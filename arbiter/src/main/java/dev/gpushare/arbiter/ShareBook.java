@@ -257,9 +257,14 @@ public record ShareBook(
    * persisted event at a time.
    */
   public ShareBook settle(Instant now) {
+    return settle(now, GpuChoice.BEST_FIT);
+  }
+
+  /** As {@link #settle(Instant)}, with {@code choice} picking the GPUs. */
+  public ShareBook settle(Instant now, GpuChoice choice) {
     ShareBook book = this;
     int guard = 4 * (members.size() + 2);
-    for (Optional<Decision> d = book.next(now); d.isPresent(); d = book.next(now)) {
+    for (Optional<Decision> d = book.next(now, choice); d.isPresent(); d = book.next(now, choice)) {
       if (guard-- == 0) {
         throw new IllegalStateException("arbitration does not settle on node " + node);
       }
@@ -348,18 +353,23 @@ public record ShareBook(
     return since;
   }
 
-  /** What to decide now, if anything (SPEC §5 and §6). */
+  /** What to decide now, if anything (SPEC §5 and §6), placing by best fit. */
   public Optional<Decision> next(Instant now) {
+    return next(now, GpuChoice.BEST_FIT);
+  }
+
+  /** What to decide now, if anything, with {@code choice} picking the GPU of a grant or pin. */
+  public Optional<Decision> next(Instant now, GpuChoice choice) {
     if (policy == SharePolicy.SHARE_POOL) {
-      return nextSharePool(now);
+      return nextSharePool(now, choice);
     }
     if (policy == SharePolicy.STATIC) {
-      return nextStatic();
+      return nextStatic(choice);
     }
     return Optional.empty();
   }
 
-  private Optional<Decision> nextSharePool(Instant now) {
+  private Optional<Decision> nextSharePool(Instant now, GpuChoice choice) {
     Optional<ReadyQueue.Entry> head = queue.head();
     if (head.isEmpty()) {
       return Optional.empty();
@@ -367,7 +377,7 @@ public record ShareBook(
     String pod = head.get().pod();
     Share limits = limitsOf(pod);
     List<GpuLoad> loads = loads();
-    OptionalInt gpu = Placement.bestFit(loads, limits);
+    OptionalInt gpu = choice.choose(loads, limits);
     if (gpu.isPresent()) {
       return Optional.of(new Grant(pod, gpu.getAsInt()));
     }
@@ -379,11 +389,11 @@ public record ShareBook(
         .map(plan -> new Preempt(pod, plan.gpu(), plan.victims()));
   }
 
-  private Optional<Decision> nextStatic() {
+  private Optional<Decision> nextStatic(GpuChoice choice) {
     List<GpuLoad> loads = loads();
     for (String pod : pendingPins) {
       Share requests = members.get(pod).spec().requests();
-      OptionalInt gpu = Placement.bestFit(loads, requests);
+      OptionalInt gpu = choice.choose(loads, requests);
       if (gpu.isPresent()) {
         return Optional.of(new Pin(pod, gpu.getAsInt()));
       }

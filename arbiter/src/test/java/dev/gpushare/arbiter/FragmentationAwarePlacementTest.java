@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 
@@ -32,6 +33,49 @@ class FragmentationAwarePlacementTest {
     Share share = new Share(50, 50);
     assertEquals(OptionalInt.of(1), Placement.bestFit(gpus, share));
     assertEquals(OptionalInt.of(0), Placement.leastFragmenting(gpus, share));
+  }
+
+  @Test
+  void the_arbiter_uses_it_only_when_the_placement_setting_asks_for_it() {
+    ShareBook book = Books.node(3, SharePolicy.SHARE_POOL, QosConfig.DEFAULT);
+    book = Books.pool(book, "a", 30, 30);
+    book = Books.pool(book, "b", 60, 60);
+    book = Books.pool(book, "c", 50, 50);
+    book = book.grant("n1#1", Books.id("a"), 1, Books.T0).grant("n1#2", Books.id("b"), 2, Books.T0);
+    ShareBook queued = book.enqueue(Books.id("c"), Books.T0);
+
+    assertEquals(
+        Optional.of(new ShareBook.Grant(Books.id("c"), 1)),
+        queued.next(Books.T0),
+        "SPEC §5 by default: best fit");
+    assertEquals(
+        Optional.of(new ShareBook.Grant(Books.id("c"), 1)),
+        queued.next(Books.T0, GpuChoice.BEST_FIT));
+    assertEquals(
+        Optional.of(new ShareBook.Grant(Books.id("c"), 0)),
+        queued.next(Books.T0, GpuChoice.LEAST_FRAGMENTING),
+        "the same measure as the extender's score");
+    ShareBook settled = queued.settle(Books.T0, GpuChoice.LEAST_FRAGMENTING);
+    assertEquals(0, settled.holdings().get(Books.id("c")).gpu());
+
+    ShareBook pins = Books.node(3, SharePolicy.STATIC, QosConfig.DEFAULT);
+    pins = Books.pinned(pins, "p", 30).pin("n1#1", Books.id("p"), 1, Books.T0);
+    pins = Books.pinned(pins, "q", 60).pin("n1#2", Books.id("q"), 2, Books.T0);
+    pins = Books.pinned(pins, "r", 50);
+    assertEquals(
+        Optional.of(new ShareBook.Pin(Books.id("r"), 1)), pins.next(Books.T0, GpuChoice.BEST_FIT));
+    assertEquals(
+        Optional.of(new ShareBook.Pin(Books.id("r"), 0)),
+        pins.next(Books.T0, GpuChoice.LEAST_FRAGMENTING),
+        "static pinning by requests follows the same setting");
+  }
+
+  @Test
+  void the_setting_names_its_values() {
+    assertEquals(Optional.of(GpuChoice.BEST_FIT), GpuChoice.byKey("best-fit"));
+    assertEquals(Optional.of(GpuChoice.LEAST_FRAGMENTING), GpuChoice.byKey("least-fragmenting"));
+    assertEquals(Optional.empty(), GpuChoice.byKey("fgd"));
+    assertEquals("best-fit or least-fragmenting", GpuChoice.keys());
   }
 
   @Test

@@ -9,6 +9,7 @@ import com.typesafe.config.ConfigParseOptions;
 import com.typesafe.config.ConfigRenderOptions;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
+import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.GpuSettings;
@@ -90,6 +91,8 @@ public record EmbeddedConfig(
           "clock",
           "manual-clock-start",
           "ask-timeout",
+          "passivate-idle-pods-after",
+          "placement",
           "reserved-per-gpu",
           "nodes",
           "kubernetes",
@@ -191,6 +194,14 @@ public record EmbeddedConfig(
             "an ISO-8601 instant such as \"2026-01-01T00:00:00Z\"",
             EmbeddedConfig::instant);
     Duration askTimeout = askTimeout(config, section, errors);
+    positiveDuration(config, section, "passivate-idle-pods-after", "2m", errors);
+    errors.scalar(
+        section,
+        "placement",
+        "gpushare",
+        GpuChoice.keys()
+            + " (which fitting GPU of a node a grant or pin takes; best-fit is SPEC §5's rule)",
+        GpuChoice::byKey);
     ReservedPerGpu reserved = reserved(section, errors);
     List<SimulatedNode> nodes = nodes(section, errors);
     KubernetesWrites kubernetes = kubernetes(config, section, errors);
@@ -292,6 +303,27 @@ public record EmbeddedConfig(
     }
     errors.add("gpushare.ask-timeout", value, rule);
     return null;
+  }
+
+  /**
+   * Checks an optional {@code gpushare.<key>} duration above 0 (the runtime reads it from the actor
+   * system's configuration, where the file's value wins).
+   */
+  private static void positiveDuration(
+      Config config, ConfigObject section, String key, String example, Errors errors) {
+    ConfigValue value = section.get(key);
+    if (value == null) {
+      return;
+    }
+    try {
+      Duration d = config.getDuration("gpushare." + key);
+      if (!d.isNegative() && !d.isZero()) {
+        return;
+      }
+    } catch (ConfigException e) {
+      // reported below, with the accepted form
+    }
+    errors.add("gpushare." + key, value, "expected a duration above 0 such as " + example);
   }
 
   private static ReservedPerGpu reserved(ConfigObject section, Errors errors) {

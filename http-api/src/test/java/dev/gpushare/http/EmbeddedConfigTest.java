@@ -144,6 +144,17 @@ class EmbeddedConfigTest {
   }
 
   @Test
+  void aBadPassivationTimeIsNamedAndAGoodOneAccepted() {
+    for (String value : new String[] {"0s", "later", "-1m"}) {
+      String message = refused("gpushare.passivate-idle-pods-after = \"" + value + "\"");
+      assertTrue(
+          message.contains("gpushare.passivate-idle-pods-after: '" + value + "' given"), message);
+      assertTrue(message.contains("expected a duration above 0 such as 2m"), message);
+    }
+    read("gpushare.passivate-idle-pods-after = 30s");
+  }
+
+  @Test
   void aBadReservedQuantityIsNamed() {
     String message = refused("gpushare.reserved-per-gpu { cpu = lots, memory = 10Gi }");
     assertTrue(message.contains("gpushare.reserved-per-gpu.cpu: 'lots' given"), message);

@@ -237,6 +237,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   @Override
+  public dev.gpushare.arbiter.GpuChoice gpuChoice() {
+    return Entities.gpuChoice(system);
+  }
+
+  @Override
   public boolean ready() {
     return ready;
   }

@@ -2,7 +2,14 @@ package dev.gpushare.node;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.node.api.GpuShareService;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 
 /** Actor-system config for tests: the runtime's cluster settings over in-memory persistence. */
 final class TestSystems {
@@ -25,5 +32,20 @@ final class TestSystems {
                 + "}\n")
         .withFallback(GpuShareRuntime.config())
         .withFallback(ConfigFactory.load());
+  }
+
+  /** {@link #config(Path)} with {@code settings} (HOCON) over it. */
+  static Config config(Path snapshots, String settings) {
+    return ConfigFactory.parseString(settings).withFallback(config(snapshots));
+  }
+
+  /** The runtime on {@code kit}'s system: no configured nodes, default reserve, 10 s asks. */
+  static GpuShareService startRuntime(ActorTestKit kit, ArbiterClock clock) throws Exception {
+    return GpuShareRuntime.start(
+            kit.system(),
+            new RuntimeSettings(List.of(), ReservedPerGpu.DEFAULT, Duration.ofSeconds(10)),
+            clock)
+        .toCompletableFuture()
+        .get(30, TimeUnit.SECONDS);
   }
 }

@@ -1,7 +1,5 @@
 package dev.gpushare.persistence;
 
-import java.sql.SQLException;
-import java.sql.Statement;
 import org.apache.pekko.persistence.jdbc.config.JournalConfig;
 import org.apache.pekko.persistence.jdbc.journal.dao.DefaultJournalDao;
 import org.apache.pekko.persistence.jdbc.journal.dao.JournalTables;
@@ -13,11 +11,8 @@ import scala.collection.immutable.Set;
 import scala.concurrent.ExecutionContext;
 import scala.concurrent.Future;
 import scala.runtime.BoxedUnit;
-import slick.dbio.DBIOAction;
-import slick.dbio.NoStream;
 import slick.jdbc.JdbcBackend;
 import slick.jdbc.JdbcProfile;
-import slick.jdbc.SimpleJdbcAction;
 
 /**
  * The journal DAO of the embedded H2 profile ({@code jdbc-journal.dao}): the default DAO, except
@@ -32,20 +27,14 @@ import slick.jdbc.SimpleJdbcAction;
  * in the file, the data survive the death of the process (not a power loss: there is no fsync).
  * Snapshots are stored with the next checkpoint or within {@code WRITE_DELAY}; losing one costs a
  * longer recovery, never an event.
+ *
+ * <p>Checkpoints are grouped ({@link H2Checkpoints}): under load one checkpoint acknowledges many
+ * writes (BENCHMARKS.md, "Load": it was one checkpoint per write, and the checkpoints queued on
+ * MVStore's store lock).
  */
 public final class H2CheckpointingJournalDao extends DefaultJournalDao {
 
-  private static final SimpleJdbcAction<BoxedUnit> CHECKPOINT =
-      new SimpleJdbcAction<>(
-          context -> {
-            try (Statement statement = context.connection().createStatement()) {
-              statement.execute("CHECKPOINT");
-            } catch (SQLException e) {
-              throw new IllegalStateException(
-                  "H2 CHECKPOINT after a journal write failed; the write is not acknowledged", e);
-            }
-            return BoxedUnit.UNIT;
-          });
+  private final H2Checkpoints checkpoints;
 
   /** The constructor {@code JdbcAsyncWriteJournal} calls reflectively; same as the default DAO. */
   public H2CheckpointingJournalDao(
@@ -56,21 +45,12 @@ public final class H2CheckpointingJournalDao extends DefaultJournalDao {
       ExecutionContext ec,
       Materializer mat) {
     super(db, profile, journalConfig, serialization, ec, mat);
+    this.checkpoints = new H2Checkpoints(db, ec, H2Checkpoints.Listener.NONE);
   }
 
   @Override
   public Future<BoxedUnit> writeJournalRows(
       Seq<Tuple2<JournalTables.JournalPekkoSerializationRow, Set<String>>> rows) {
-    return super.writeJournalRows(rows).flatMap(written -> run(CHECKPOINT), ec());
-  }
-
-  /**
-   * {@code Database.run} takes {@code DBIOAction[R, NoStream, Nothing]}, which every action is in
-   * Scala (the effect parameter is contravariant) but which Java cannot even name ({@code Nothing}
-   * is no {@code Effect} to javac); hence the raw call.
-   */
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  private Future<BoxedUnit> run(DBIOAction<BoxedUnit, NoStream, ?> action) {
-    return db().run((DBIOAction) action);
+    return super.writeJournalRows(rows).flatMap(written -> checkpoints.afterNow(), ec());
   }
 }

@@ -1,6 +1,7 @@
 package dev.gpushare.arbiter.actor;
 
 import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
@@ -177,9 +178,18 @@ public final class NodeArbiter
 
   private sealed interface Step {}
 
-  /** Reserve on the GPU for a grant or a pin. */
-  private record Reserve(ShareBook.Decision decision, String decisionId, String uuid, Share share)
-      implements Step {}
+  /**
+   * Reserve on the GPU for a grant or a pin. {@code enqueued} is set for a demand granted at once:
+   * its {@code Enqueued} is not persisted yet, and is persisted together with the grant (or alone,
+   * if the GPU refuses).
+   */
+  private record Reserve(
+      ShareBook.Decision decision, String decisionId, String uuid, Share share, Enqueued enqueued)
+      implements Step {
+    Reserve(ShareBook.Decision decision, String decisionId, String uuid, Share share) {
+      this(decision, decisionId, uuid, share, null);
+    }
+  }
 
   /** A decision that needs no reservation (preemption, fragmentation report). */
   private record Persist(ShareBook.Decision decision) implements Step {}
@@ -189,6 +199,12 @@ public final class NodeArbiter
 
   /** Something to carry out after a persisted decision (a free, a pod notice). */
   private record Fire(String what, Supplier<CompletionStage<?>> action) implements Step {}
+
+  /**
+   * Consecutive fires of the outbox, sent together: they go to different entities (or, to one
+   * entity, in order) and none depends on another's answer; all are awaited before the next step.
+   */
+  private record Fires(List<Fire> fires) implements Step {}
 
   private record Waiter(ActorRef<Outcome> replyTo, String pod) {}
 
@@ -203,11 +219,22 @@ public final class NodeArbiter
   /** As {@link #create(String, ArbiterPeers, ArbiterClock)}, telling {@code metrics} its work. */
   public static Behavior<Command> create(
       String node, ArbiterPeers peers, ArbiterClock clock, ArbiterMetrics metrics) {
+    return create(node, peers, clock, metrics, GpuChoice.BEST_FIT);
+  }
+
+  /** As above, with {@code choice} picking the GPU of each grant and pin. */
+  public static Behavior<Command> create(
+      String node,
+      ArbiterPeers peers,
+      ArbiterClock clock,
+      ArbiterMetrics metrics,
+      GpuChoice choice) {
     return Behaviors.<Command>supervise(
             Behaviors.setup(
                 ctx ->
                     Behaviors.withTimers(
-                        timers -> new NodeArbiter(node, peers, clock, metrics, ctx, timers))))
+                        timers ->
+                            new NodeArbiter(node, peers, clock, metrics, choice, ctx, timers))))
         .onFailure(
             SupervisorStrategy.restartWithBackoff(
                 Duration.ofMillis(200), Duration.ofSeconds(5), 0.1));
@@ -217,6 +244,7 @@ public final class NodeArbiter
   private final ArbiterPeers peers;
   private final ArbiterClock clock;
   private final ArbiterMetrics metrics;
+  private final GpuChoice choice;
   private final ActorContext<Command> ctx;
   private final TimerScheduler<Command> timers;
 
@@ -239,6 +267,7 @@ public final class NodeArbiter
       ArbiterPeers peers,
       ArbiterClock clock,
       ArbiterMetrics metrics,
+      GpuChoice choice,
       ActorContext<Command> ctx,
       TimerScheduler<Command> timers) {
     super(
@@ -248,6 +277,7 @@ public final class NodeArbiter
     this.peers = peers;
     this.clock = clock;
     this.metrics = metrics;
+    this.choice = choice;
     this.ctx = ctx;
     this.timers = timers;
   }
@@ -313,17 +343,19 @@ public final class NodeArbiter
   }
 
   private Effect<Event, ShareBook> onCommand(ShareBook book, Command command) {
+    if (command instanceof GetBook get) {
+      // Answered at once, even during a round: the book is what is persisted, and a reader
+      // (the API's views) must not wait for other pods' decisions.
+      Instant now = clock.now();
+      get.replyTo().tell(new BookView(book, now, book.nextTimer(now).orElse(null)));
+      return Effect().none();
+    }
     if (busy) {
       stashedAt.putIfAbsent(command, System.nanoTime());
       return Effect().stash();
     }
     Long stashed = stashedAt.remove(command);
     arrived = stashed != null ? stashed : System.nanoTime();
-    if (command instanceof GetBook get) {
-      Instant now = clock.now();
-      get.replyTo().tell(new BookView(book, now, book.nextTimer(now).orElse(null)));
-      return Effect().none();
-    }
     if (command instanceof Tick tick) {
       return round(Effect().none(), tick.replyTo(), null);
     }
@@ -402,8 +434,42 @@ public final class NodeArbiter
     if (book.state(pod) != PodState.HIBERNATION) {
       return round(Effect().none(), demand.replyTo(), pod);
     }
+    Instant now = clock.now();
+    Enqueued enqueued = new Enqueued(pod, now);
+    Reserve immediate = immediateGrant(book, enqueued, now);
+    if (immediate != null) {
+      // The pod would be granted by the very next decision: reserve first, then persist its
+      // Enqueued and Granted in one write, and tell the pod once (Hibernation → Running).
+      join(demand.replyTo(), pod);
+      start(immediate);
+      return Effect().none();
+    }
     outbox.add(notice(pod, List.of(), List.of()));
-    return round(persistCounted(book, new Enqueued(pod, clock.now())), demand.replyTo(), pod);
+    return round(persistCounted(book, enqueued), demand.replyTo(), pod);
+  }
+
+  /**
+   * The reservation for {@code enqueued}'s pod when, once queued, it is what the arbiter would
+   * decide next (a grant of this pod) and nothing else is pending; otherwise null. Same decision,
+   * same decision id as the ordinary path (enqueue, then decide): only the writes are fewer.
+   */
+  private Reserve immediateGrant(ShareBook book, Enqueued enqueued, Instant now) {
+    if (!ledgersChecked || !outbox.isEmpty()) {
+      return null;
+    }
+    ShareBook queued = apply(book, enqueued);
+    Optional<ShareBook.Decision> next = queued.next(now, choice);
+    if (next.isEmpty()
+        || !(next.get() instanceof ShareBook.Grant grant)
+        || !grant.pod().equals(enqueued.pod())) {
+      return null;
+    }
+    return new Reserve(
+        grant,
+        queued.nextDecisionId(),
+        queued.slot(grant.gpu()).orElseThrow().uuid(),
+        queued.members().get(grant.pod()).spec().limits(),
+        enqueued);
   }
 
   private Effect<Event, ShareBook> onRelease(ShareBook book, Release release) {
@@ -504,12 +570,17 @@ public final class NodeArbiter
       org.apache.pekko.persistence.typed.javadsl.EffectBuilder<Event, ShareBook> effect,
       ActorRef<Outcome> replyTo,
       String pod) {
+    join(replyTo, pod);
+    return effect.thenRun(this::proceed).thenUnstashAll();
+  }
+
+  /** Starts a round for the command being handled: {@code replyTo} is answered when it ends. */
+  private void join(ActorRef<Outcome> replyTo, String pod) {
     if (replyTo != null) {
       waiters.add(new Waiter(replyTo, pod));
     }
     roundArrivals.add(arrived);
     refusals = 0;
-    return effect.thenRun(this::proceed).thenUnstashAll();
   }
 
   private void proceed(ShareBook book) {
@@ -522,11 +593,20 @@ public final class NodeArbiter
       return;
     }
     if (!outbox.isEmpty()) {
-      start(outbox.poll());
+      Step head = outbox.poll();
+      if (head instanceof Fire first && outbox.peek() instanceof Fire) {
+        List<Fire> fires = new ArrayList<>(List.of(first));
+        while (outbox.peek() instanceof Fire f) {
+          fires.add(f);
+          outbox.poll();
+        }
+        head = new Fires(fires);
+      }
+      start(head);
       return;
     }
     Instant now = clock.now();
-    Optional<ShareBook.Decision> next = refusals > 3 ? Optional.empty() : book.next(now);
+    Optional<ShareBook.Decision> next = refusals > 3 ? Optional.empty() : book.next(now, choice);
     if (next.isEmpty()) {
       settle(book, now);
       return;
@@ -583,6 +663,27 @@ public final class NodeArbiter
     if (step instanceof Fire f) {
       return f.action().get();
     }
+    if (step instanceof Fires fs) {
+      List<CompletableFuture<?>> sent = new ArrayList<>();
+      for (Fire f : fs.fires()) {
+        CompletableFuture<?> one;
+        try {
+          one = f.action().get().toCompletableFuture();
+        } catch (RuntimeException e) {
+          one = CompletableFuture.failedFuture(e);
+        }
+        // Each failure is reported on its own; the others still count as done.
+        sent.add(
+            one.handle(
+                (r, e) -> {
+                  if (e != null) {
+                    ctx.getLog().warn("node {}: step failed: {}", node, f.what(), e);
+                  }
+                  return null;
+                }));
+      }
+      return CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new));
+    }
     return CompletableFuture.completedFuture(null);
   }
 
@@ -602,10 +703,13 @@ public final class NodeArbiter
     }
     if (done.failure() != null) {
       ctx.getLog().warn("node {}: step failed: {}", node, describe(step), done.failure());
-      if (step instanceof Reserve) {
+      if (step instanceof Reserve r) {
         // The reservation's fate is unknown: the ledger check will free or keep it.
         ledgersChecked = false;
         refusals++;
+        if (r.enqueued() != null) {
+          return enqueueInstead(book, r);
+        }
       }
       return Effect().none().thenRun(this::proceed).thenUnstashAll();
     }
@@ -625,14 +729,24 @@ public final class NodeArbiter
           .warn("node {}: GPU {} refused {}: {}", node, r.uuid(), r.decisionId(), reply.reason());
       refusals++;
       ledgersChecked = false;
+      if (r.enqueued() != null) {
+        return enqueueInstead(book, r);
+      }
       return Effect().none().thenRun(this::proceed).thenUnstashAll();
     }
     refusals = 0;
     if (r.decision() instanceof ShareBook.Grant g) {
       outbox.add(notice(g.pod(), List.of(), List.of()));
-      return persistCounted(book, new Granted(r.decisionId(), g.pod(), g.gpu(), now))
-          .thenRun(this::proceed)
-          .thenUnstashAll();
+      Granted granted = new Granted(r.decisionId(), g.pod(), g.gpu(), now);
+      if (r.enqueued() != null) {
+        List<Event> both = List.of(r.enqueued(), granted);
+        return Effect()
+            .persist(both)
+            .thenRun(after -> both.forEach(e -> count(book, e)))
+            .thenRun(this::proceed)
+            .thenUnstashAll();
+      }
+      return persistCounted(book, granted).thenRun(this::proceed).thenUnstashAll();
     }
     ShareBook.Pin pin = (ShareBook.Pin) r.decision();
     outbox.add(
@@ -640,6 +754,12 @@ public final class NodeArbiter
     return persistCounted(book, new Pinned(r.decisionId(), pin.pod(), pin.gpu(), now))
         .thenRun(this::proceed)
         .thenUnstashAll();
+  }
+
+  /** An immediate grant did not happen: the demand is queued as usual, and the round goes on. */
+  private Effect<Event, ShareBook> enqueueInstead(ShareBook book, Reserve r) {
+    outbox.add(notice(r.enqueued().pod(), List.of(), List.of()));
+    return persistCounted(book, r.enqueued()).thenRun(this::proceed).thenUnstashAll();
   }
 
   private Effect<Event, ShareBook> persistDecision(ShareBook book, ShareBook.Decision decision) {
@@ -818,6 +938,9 @@ public final class NodeArbiter
   }
 
   private static String describe(Step step) {
+    if (step instanceof Fires fs) {
+      return fs.fires().stream().map(Fire::what).toList().toString();
+    }
     return step instanceof Fire f ? f.what() : step.toString();
   }
 

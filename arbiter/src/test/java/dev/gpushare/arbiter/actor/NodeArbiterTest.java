@@ -176,10 +176,30 @@ class NodeArbiterTest {
         peers.ledgers(),
         "the GPU holds the pod's limits under the grant's decision id");
     assertEquals(
-        List.of(PodState.HIBERNATION, PodState.READY, PodState.RUNNING),
+        List.of(PodState.HIBERNATION, PodState.RUNNING),
         states(peers.noticesTo(id("a"))),
-        "the pod hears each step");
+        "granted at once: Enqueued and Granted are one write, and the pod is told once");
     assertLedgersMatchTheBook();
+  }
+
+  @Test
+  void aDemandBehindOthersIsToldItIsReadyThenRunning() {
+    sharePoolNode(1, QosConfig.DEFAULT);
+    add("a", pool(60, 60));
+    add("b", pool(60, 60));
+    demand("a");
+    Instant queued = clock.now();
+
+    CommandResultWithReply<Command, Event, ShareBook, Outcome> b = demand("b");
+    assertEquals(List.of(new Enqueued(id("b"), queued)), b.events(), "no room: queued alone");
+    assertStatus(b.reply(), PodState.READY, null);
+
+    clock.advance(Duration.ofSeconds(5));
+    release("a");
+    assertEquals(
+        List.of(PodState.HIBERNATION, PodState.READY, PodState.RUNNING),
+        states(peers.noticesTo(id("b"))),
+        "a pod that waits hears each step");
   }
 
   /** SPEC §5 "The reference example (must be reproduced exactly)". */
@@ -676,7 +696,10 @@ class NodeArbiterTest {
 
     CommandResult<Command, Event, ShareBook> demand =
         kit.runCommand(new Demand(id("a"), never.ref()));
-    assertEquals(1, demand.events().size(), "enqueued");
+    assertTrue(
+        demand.events().isEmpty(),
+        "a demand granted at once persists nothing before the GPU answers (Enqueued and Granted"
+            + " are written together)");
     String decision = peers.awaitHungReservation();
     assertEquals(
         Map.of(uuid(0), Map.of(decision, new LedgerEntry(id("a"), new Share(50, 50)))),
@@ -684,19 +707,25 @@ class NodeArbiterTest {
         "the GPU said yes");
     assertTrue(kit.getState().holdings().isEmpty(), "the grant was never persisted");
 
-    // The arbiter stops between the GPU's answer and persisting the grant.
+    // The arbiter stops between the GPU's answer and persisting the grant: the demand was never
+    // answered, so nothing of it is promised.
     peers.hangReserves(false);
     kit.restart();
-    // The grant is decided again by the recovery round, which may end before or after this Tick
-    // is sent: assert the state, not the Tick's events.
     CommandResultWithReply<Command, Event, ShareBook, Outcome> tick = run(Tick::new);
 
     assertTrue(
         peers.frees().contains(new FakePeers.Freed(uuid(0), decision)),
         "the unpersisted reservation is freed: " + peers.frees());
+    assertEquals(PodState.HIBERNATION, tick.state().state(id("a")));
+    assertTrue(tick.state().holdings().isEmpty());
+    assertLedgersMatchTheBook();
+
+    // The client asks again and is granted, under the same decision id (it was never persisted).
+    CommandResultWithReply<Command, Event, ShareBook, Outcome> again = demand("a");
+    assertStatus(again.reply(), PodState.RUNNING, 0);
     assertEquals(
         new ShareBook.Holding("n1#1", 0, new Share(50, 50), clock.now(), false),
-        tick.state().holdings().get(id("a")));
+        again.state().holdings().get(id("a")));
     assertLedgersMatchTheBook();
   }
 

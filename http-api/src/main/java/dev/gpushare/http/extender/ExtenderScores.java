@@ -1,5 +1,6 @@
 package dev.gpushare.http.extender;
 
+import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.GpuLoad;
 import dev.gpushare.arbiter.Placement;
 import dev.gpushare.arbiter.PodSharing;
@@ -15,6 +16,7 @@ import dev.gpushare.node.api.Views.ShareView;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -29,9 +31,10 @@ import java.util.stream.Collectors;
  * pod on a node that passed the filter.
  *
  * <p><b>The hypothetical placement.</b> The pod lands on the GPU the arbiter itself would choose
- * ({@link Placement#bestFit}, SPEC §5/§6): the node is scored on what would really happen to it.
- * The share a GPU holds is the pod's limits in share-pool, its requests in static ({@link
- * ExtenderFilter#need}).
+ * ({@link GpuChoice}: {@link Placement#bestFit} by default, SPEC §5/§6; the fragmentation-aware
+ * {@link Placement#leastFragmenting} with {@code gpushare.placement = least-fragmenting}): the node
+ * is scored on what would really happen to it. The share a GPU holds is the pod's limits in
+ * share-pool, its requests in static ({@link ExtenderFilter#need}).
  *
  * <p><b>{@link Policy#FGD} (default)</b>: Fragmentation Gradient Descent with the replay's classes
  * ({@link FragmentationMeasure} against a {@link TargetWorkload}, Weng et al., ATC'23). The measure
@@ -149,9 +152,24 @@ public final class ExtenderScores {
    */
   public static int score(
       Policy policy, PodSharing pod, NodeView node, FragmentationMeasure measure) {
+    return score(policy, GpuChoice.BEST_FIT, pod, node, List.of(), measure);
+  }
+
+  /**
+   * As above, the pod landing on the GPU {@code choice} (the arbiters' setting) picks; {@code pods}
+   * (any, those of other nodes are skipped) tell what each pod on the node holds, which {@link
+   * GpuChoice#LEAST_FRAGMENTING} weighs pod by pod as the arbiter does.
+   */
+  public static int score(
+      Policy policy,
+      GpuChoice choice,
+      PodSharing pod,
+      NodeView node,
+      List<PodView> pods,
+      FragmentationMeasure measure) {
     Share need = ExtenderFilter.need(pod);
-    List<GpuLoad> gpus = loads(node);
-    OptionalInt chosen = Placement.bestFit(gpus, need);
+    List<GpuLoad> gpus = loads(node, pods);
+    OptionalInt chosen = choice.choose(gpus, need);
     if (chosen.isEmpty()) {
       return 0;
     }
@@ -213,6 +231,39 @@ public final class ExtenderScores {
   }
 
   /** The GPUs of {@code node} as placement sees them. */
+  /**
+   * The node's GPUs with what each Running pod of {@code pods} on them holds (share-pool: limits;
+   * static: requests), as the arbiter's book has it; whatever of a GPU's use no listed pod accounts
+   * for is one more holding, so the totals are the node's own.
+   */
+  static List<GpuLoad> loads(NodeView node, List<PodView> pods) {
+    Map<Integer, Map<String, Share>> held = new HashMap<>();
+    for (PodView p : pods) {
+      if (!node.name().equals(p.node()) || p.gpu() == null || !"Running".equals(p.state())) {
+        continue;
+      }
+      var share = "static".equals(p.policy()) ? p.requests() : p.limits();
+      if (share != null) {
+        held.computeIfAbsent(p.gpu().index(), i -> new LinkedHashMap<>())
+            .put(p.namespace() + "/" + p.name(), new Share(share.core(), share.memory()));
+      }
+    }
+    List<GpuLoad> out = new ArrayList<>();
+    for (GpuLoad total : loads(node)) {
+      Map<String, Share> shares = new LinkedHashMap<>(held.getOrDefault(total.index(), Map.of()));
+      Share listed = shares.values().stream().reduce(Share.NONE, Share::plus);
+      Share used = total.used();
+      if (listed.core() > used.core() || listed.memory() > used.memory()) {
+        // The pod list is older or newer than the node's view: trust the node's totals.
+        shares = Map.of("held", used);
+      } else if (!listed.equals(used)) {
+        shares.put("held", new Share(used.core() - listed.core(), used.memory() - listed.memory()));
+      }
+      out.add(new GpuLoad(total.index(), total.healthy(), shares));
+    }
+    return out;
+  }
+
   static List<GpuLoad> loads(NodeView node) {
     List<GpuLoad> out = new ArrayList<>();
     for (GpuView gpu : node.gpus() == null ? List.<GpuView>of() : node.gpus()) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.Parsed;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.ShareRequestRules;
@@ -208,6 +209,7 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
 
   private Route prioritize(byte[] body, Optional<String> policyParameter) {
     ExtenderScores.Policy policy = policy(policyParameter);
+    GpuChoice choice = service.gpuChoice();
     ExtenderArgs args = ExtenderArgs.read(body);
     Parsed<PodSharing> parsed = ShareRequestRules.validate(args.pod());
     if (!parsed.ok() || parsed.value().kind() != PodSharing.Kind.SHARED) {
@@ -224,7 +226,8 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
           for (String name : args.nodeNames()) {
             NodeView node = known.get(name);
             if (ExtenderFilter.verdict(pod, name, node).passes()) {
-              scores.put(name, ExtenderScores.score(policy, pod, node, measure));
+              scores.put(
+                  name, ExtenderScores.score(policy, choice, pod, node, state.getValue(), measure));
             }
           }
           LOG.debug("extender prioritize {} ({}): {}", args.podRef(), policy.key(), scores);

@@ -3,11 +3,13 @@ package dev.gpushare.http.extender;
 import static dev.gpushare.http.extender.StubService.gpu;
 import static dev.gpushare.http.extender.StubService.node;
 import static dev.gpushare.http.extender.StubService.pod;
+import static dev.gpushare.http.extender.StubService.running;
 import static dev.gpushare.http.extender.StubService.unhealthy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
@@ -15,10 +17,13 @@ import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
 import dev.gpushare.arbiter.fragmentation.PodSpec;
 import dev.gpushare.arbiter.fragmentation.TargetWorkload;
 import dev.gpushare.http.extender.ExtenderScores.Policy;
+import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.ShareView;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 
 /** The prioritize scores: fragmentation-aware (FGD) against the best-fit baseline. */
@@ -132,6 +137,76 @@ class ExtenderScoresTest {
     NodeView fresh = node("fresh", SharePolicy.SHARE_POOL, gpu(0, 0, 0), gpu(1, 0, 0));
     assertEquals(5, ExtenderScores.score(Policy.FGD, pool(50), fresh, halves));
     assertEquals(1, fgd(pool(50), fresh), "against the trace it breaks a whole GPU");
+  }
+
+  @Test
+  void theNodeIsScoredOnTheGpuTheArbitersPlacementSettingPicks() {
+    // GPU 0 holds two 30 % pods, GPU 1 is empty; a third 30 % pod comes.
+    NodeView node = node("n1", SharePolicy.SHARE_POOL, gpu(0, 60, 60), gpu(1, 0, 0));
+    List<PodView> pods = List.of(running("p1", 30, 0), running("p2", 30, 0));
+    Share need = new Share(30, 30);
+    var perPod = ExtenderScores.loads(node, pods);
+    assertEquals(
+        List.of(new Share(30, 30), new Share(30, 30)),
+        List.copyOf(perPod.get(0).held().values()),
+        "each pod's holding, as in the arbiter's book");
+    // best fit fills GPU 0 (90 %); least-fragmenting, weighing the node's own 30 % pods, keeps
+    // GPU 0's 40 % usable by the next one and opens GPU 1 (with GPU 0's total alone it would not)
+    assertEquals(OptionalInt.of(0), GpuChoice.BEST_FIT.choose(perPod, need));
+    assertEquals(OptionalInt.of(1), GpuChoice.LEAST_FRAGMENTING.choose(perPod, need));
+    assertEquals(
+        OptionalInt.of(0), GpuChoice.LEAST_FRAGMENTING.choose(ExtenderScores.loads(node), need));
+
+    PodSharing pod = pool(30);
+    assertEquals(
+        ExtenderScores.fgd(perPod, need, 0, TRACE),
+        ExtenderScores.score(Policy.FGD, GpuChoice.BEST_FIT, pod, node, pods, TRACE));
+    assertEquals(
+        ExtenderScores.fgd(perPod, need, 1, TRACE),
+        ExtenderScores.score(Policy.FGD, GpuChoice.LEAST_FRAGMENTING, pod, node, pods, TRACE));
+    assertEquals(
+        fgd(pod, node),
+        ExtenderScores.score(Policy.FGD, GpuChoice.BEST_FIT, pod, node, List.of(), TRACE),
+        "without pods: the node's totals, same GPU under best fit");
+  }
+
+  @Test
+  void podsOfOtherNodesOrNotRunningAndStaleListsAreIgnored() {
+    NodeView node = node("n1", SharePolicy.SHARE_POOL, gpu(0, 50, 50));
+    PodView elsewhere =
+        new PodView(
+            "default",
+            "x",
+            "uid-x",
+            "n2",
+            "share-pool",
+            "Running",
+            new ShareView(10, 10),
+            new ShareView(20, 20),
+            new GpuRef(0, "GPU-0"),
+            null,
+            null,
+            null,
+            List.of(),
+            List.of(),
+            null,
+            null);
+    assertEquals(
+        List.of(new Share(20, 20), new Share(30, 30)),
+        List.copyOf(
+            ExtenderScores.loads(
+                    node,
+                    List.of(
+                        running("a", 20, 0), elsewhere, pod("h", SharePolicy.SHARE_POOL, 10, 40)))
+                .get(0)
+                .held()
+                .values()),
+        "the rest of GPU 0's use is one more holding");
+    assertEquals(
+        List.of(new Share(50, 50)),
+        List.copyOf(
+            ExtenderScores.loads(node, List.of(running("a", 60, 0))).get(0).held().values()),
+        "a list that claims more than the node uses: the node's totals win");
   }
 
   @Test

@@ -12,6 +12,7 @@ import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.Views.ClockView;
+import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
@@ -104,19 +105,29 @@ final class StubService implements GpuShareService {
 
   /** A sharing pod of {@code policy} with equal core and memory requests and limits. */
   static PodView pod(String name, SharePolicy policy, int request, int limit) {
+    return pod(name, policy, "Hibernation", request, limit, null);
+  }
+
+  /** A share-pool pod of node n1 Running on GPU {@code gpu} with limits {@code limit} %. */
+  static PodView running(String name, int limit, int gpu) {
+    return pod(name, SharePolicy.SHARE_POOL, "Running", 10, limit, new GpuRef(gpu, "GPU-" + gpu));
+  }
+
+  private static PodView pod(
+      String name, SharePolicy policy, String state, int request, int limit, GpuRef gpu) {
     return new PodView(
         "default",
         name,
         "uid-" + name,
         "n1",
         policy.label(),
-        "Hibernation",
+        state,
         new ShareView(request, request),
         new ShareView(limit, limit),
+        gpu,
         null,
         null,
-        null,
-        null,
+        gpu == null ? null : 1L,
         List.of(),
         List.of(),
         null,

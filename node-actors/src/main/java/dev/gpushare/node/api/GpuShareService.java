@@ -132,4 +132,12 @@ public interface GpuShareService {
   default CompletionStage<MetricSnapshots> scrapeMetrics() {
     return nodes().thenCombine(pods(Optional.empty()), (n, p) -> metrics().scrape(n, p));
   }
+
+  /**
+   * How the arbiters pick a GPU inside a node ({@code gpushare.placement}): the scheduler extender
+   * scores a node on the GPU this choice takes.
+   */
+  default dev.gpushare.arbiter.GpuChoice gpuChoice() {
+    return dev.gpushare.arbiter.GpuChoice.BEST_FIT;
+  }
 }
