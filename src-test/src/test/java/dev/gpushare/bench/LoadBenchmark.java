@@ -394,7 +394,11 @@ public final class LoadBenchmark {
             batches == 0 ? 0.0 : (double) TimedJournalDao.ROWS.sum() / batches,
             TimedJournalDao.INSERT.summary())
         + (TimedJournalDao.checkpoints
-            ? "; CHECKPOINT " + TimedJournalDao.CHECKPOINT_TIME.summary()
+            ? String.format(
+                Locale.ROOT,
+                "; %,.0f CHECKPOINTs/s, wait for one %s",
+                TimedJournalDao.CHECKPOINTS.sum() / seconds,
+                TimedJournalDao.CHECKPOINT_TIME.summary())
             : "");
   }
 

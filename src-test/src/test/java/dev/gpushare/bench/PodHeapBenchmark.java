@@ -29,9 +29,10 @@ import javax.management.ObjectName;
  * most are listed per pod.
  *
  * <p>Arguments: {@code [--pods 100000] [--nodes 128] [--h2-cache-mb 16] [--top 40] [--idle-seconds
- * 40]}. H2 keeps a page cache in the heap (64 MB by default); {@code --h2-cache-mb} sets it
- * (CACHE_SIZE) so that it is small and full early: the slope from half to all pods does not see it
- * at all.
+ * 40] [--passivate-after 20s]} (the last sets {@code gpushare.passivate-idle-pods-after}; {@code
+ * 1d} keeps every pod's actors alive, the baseline). H2 keeps a page cache in the heap (64 MB by
+ * default); {@code --h2-cache-mb} sets it (CACHE_SIZE) so that it is small and full early: the
+ * slope from half to all pods does not see it at all.
  */
 public final class PodHeapBenchmark {
   private PodHeapBenchmark() {}
@@ -42,14 +43,18 @@ public final class PodHeapBenchmark {
     int cacheMb = Integer.parseInt(BenchSupport.option(args, "--h2-cache-mb", "16"));
     int top = Integer.parseInt(BenchSupport.option(args, "--top", "40"));
     int idle = Integer.parseInt(BenchSupport.option(args, "--idle-seconds", "40"));
+    // Shorter than production's 2m so that a reading after --idle-seconds sees idle pods
+    // passivated; the baseline without passivation: --passivate-after 1d.
+    String passivate = BenchSupport.option(args, "--passivate-after", "20s");
     Path temp = Files.createTempDirectory("gpushare-heap");
     System.out.printf(
         Locale.ROOT,
-        "gpushare heap per pod: %,d pods on %d nodes (8 GPUs each), H2 journal (cache %d MB);"
-            + " %d cores, Java %s, max heap %d MiB, GC %s%n",
+        "gpushare heap per pod: %,d pods on %d nodes (8 GPUs each), H2 journal (cache %d MB),"
+            + " idle pods passivated after %s; %d cores, Java %s, max heap %d MiB, GC %s%n",
         pods,
         nodes,
         cacheMb,
+        passivate,
         java.lang.Runtime.getRuntime().availableProcessors(),
         System.getProperty("java.version"),
         java.lang.Runtime.getRuntime().maxMemory() >> 20,
@@ -59,7 +64,11 @@ public final class PodHeapBenchmark {
       String urlPath = PersistenceProfiles.SHARED_DATABASE + ".db.url";
       Config profile =
           ConfigFactory.parseMap(
-                  Map.of(urlPath, h2.getString(urlPath) + ";CACHE_SIZE=" + (cacheMb * 1024)))
+                  Map.of(
+                      urlPath,
+                      h2.getString(urlPath) + ";CACHE_SIZE=" + (cacheMb * 1024),
+                      "gpushare.passivate-idle-pods-after",
+                      passivate))
               .withFallback(h2);
       try (Runtime runtime = Runtime.start("heap", profile)) {
         List<String> names = new ArrayList<>();
@@ -95,16 +104,29 @@ public final class PodHeapBenchmark {
             pods,
             (System.nanoTime() - start) / 1e9,
             atAll);
-        // Every pod is still there, idle.
+        // Every pod is still there, idle. The first listing recovers every (passivated) pod of
+        // the node from the journal; the second finds them alive: the price of passivation.
+        long cold = System.nanoTime();
         List<dev.gpushare.node.api.Views.PodView> onFirst =
             BenchSupport.await(
                 runtime.service.pods(java.util.Optional.of(names.get(0))),
                 java.time.Duration.ofMinutes(2));
+        cold = System.nanoTime() - cold;
+        long warm = System.nanoTime();
+        BenchSupport.await(
+            runtime.service.pods(java.util.Optional.of(names.get(0))),
+            java.time.Duration.ofMinutes(2));
+        warm = System.nanoTime() - warm;
         System.out.printf(
             Locale.ROOT,
-            "node-0: %d pods, %d in Hibernation%n",
+            "node-0: %d pods, %d in Hibernation; listing them: %.0f ms idle (%.2f ms per pod),"
+                + " %.0f ms again right after (%.2f ms per pod)%n",
             onFirst.size(),
-            onFirst.stream().filter(p -> "Hibernation".equals(p.state())).count());
+            onFirst.stream().filter(p -> "Hibernation".equals(p.state())).count(),
+            cold / 1e6,
+            cold / 1e6 / onFirst.size(),
+            warm / 1e6,
+            warm / 1e6 / onFirst.size());
         System.out.println();
         System.out.println("| measurement | heap used after GC | per pod |");
         System.out.println("|---|---|---|");

@@ -1,7 +1,6 @@
 package dev.gpushare.bench;
 
-import java.sql.SQLException;
-import java.sql.Statement;
+import dev.gpushare.persistence.H2Checkpoints;
 import java.util.Arrays;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.persistence.jdbc.config.JournalConfig;
@@ -15,19 +14,17 @@ import scala.collection.immutable.Set;
 import scala.concurrent.ExecutionContext;
 import scala.concurrent.Future;
 import scala.runtime.BoxedUnit;
-import slick.dbio.DBIOAction;
-import slick.dbio.NoStream;
 import slick.jdbc.H2Profile;
 import slick.jdbc.JdbcBackend;
 import slick.jdbc.JdbcProfile;
-import slick.jdbc.SimpleJdbcAction;
 
 /**
  * A profiling stand-in for the journal DAO (LoadBenchmark {@code --timed-journal}): what the
- * production DAOs do — the default DAO, and on H2 the {@code CHECKPOINT} after every write as
- * {@code H2CheckpointingJournalDao} does — with timers around each step, so that the load benchmark
- * can say how much of a decision's latency is the journal: write batches, rows per batch, the
- * insert and the checkpoint. Only while {@link #measuring}.
+ * production DAOs do — the default DAO, and on H2 the grouped {@code CHECKPOINT} after each write
+ * as {@code H2CheckpointingJournalDao} does (the same {@link H2Checkpoints}) — with timers around
+ * each step, so that the load benchmark can say how much of a decision's latency is the journal:
+ * write batches, rows per batch, the insert, the wait for a checkpoint, and how many checkpoints
+ * ran. Only while {@link #measuring}.
  */
 public final class TimedJournalDao extends DefaultJournalDao {
 
@@ -41,19 +38,10 @@ public final class TimedJournalDao extends DefaultJournalDao {
   static final Samples INSERT = new Samples();
   static final Samples CHECKPOINT_TIME = new Samples();
   static final Samples WRITE = new Samples();
-
-  private static final SimpleJdbcAction<BoxedUnit> CHECKPOINT =
-      new SimpleJdbcAction<>(
-          context -> {
-            try (Statement statement = context.connection().createStatement()) {
-              statement.execute("CHECKPOINT");
-            } catch (SQLException e) {
-              throw new IllegalStateException("CHECKPOINT failed", e);
-            }
-            return BoxedUnit.UNIT;
-          });
+  static final LongAdder CHECKPOINTS = new LongAdder();
 
   private final boolean h2;
+  private final H2Checkpoints grouped;
 
   public TimedJournalDao(
       JdbcBackend.JdbcDatabaseDef db,
@@ -64,6 +52,15 @@ public final class TimedJournalDao extends DefaultJournalDao {
       Materializer mat) {
     super(db, profile, journalConfig, serialization, ec, mat);
     this.h2 = profile instanceof H2Profile;
+    this.grouped =
+        new H2Checkpoints(
+            db,
+            ec,
+            (started, ended) -> {
+              if (measuring) {
+                CHECKPOINTS.increment();
+              }
+            });
     checkpoints = h2;
   }
 
@@ -84,7 +81,8 @@ public final class TimedJournalDao extends DefaultJournalDao {
     return inserted.flatMap(
         written -> {
           long insertedAt = System.nanoTime();
-          return run(CHECKPOINT)
+          return grouped
+              .afterNow()
               .map(
                   done -> {
                     record(count, start, insertedAt, System.nanoTime());
@@ -112,11 +110,7 @@ public final class TimedJournalDao extends DefaultJournalDao {
     INSERT.clear();
     CHECKPOINT_TIME.clear();
     WRITE.clear();
-  }
-
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  private Future<BoxedUnit> run(DBIOAction<BoxedUnit, NoStream, ?> action) {
-    return db().run((DBIOAction) action);
+    CHECKPOINTS.reset();
   }
 
   /** Durations in nanoseconds from many threads. */
