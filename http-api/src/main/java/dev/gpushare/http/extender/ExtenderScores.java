@@ -230,7 +230,6 @@ public final class ExtenderScores {
     return Math.max(0, Math.min(PodSpec.MILLI, 10 * Math.max(core, memory)));
   }
 
-  /** The GPUs of {@code node} as placement sees them. */
   /**
    * The node's GPUs with what each Running pod of {@code pods} on them holds (share-pool: limits;
    * static: requests), as the arbiter's book has it; whatever of a GPU's use no listed pod accounts
@@ -264,6 +263,7 @@ public final class ExtenderScores {
     return out;
   }
 
+  /** The GPUs of {@code node} as placement sees them: each GPU's use as one holding. */
   static List<GpuLoad> loads(NodeView node) {
     List<GpuLoad> out = new ArrayList<>();
     for (GpuView gpu : node.gpus() == null ? List.<GpuView>of() : node.gpus()) {
