@@ -44,6 +44,17 @@ final class ViewCommands {
     abstract String human(JsonNode answer);
   }
 
+  /** A command about one pod, named {@code NS/NAME}. */
+  abstract static class PodCommand extends Base {
+    @Parameters(paramLabel = "NS/NAME", description = "the pod")
+    String pod;
+
+    /** The pod's API path. */
+    String podPath() {
+      return ApiClient.podPath(PodRef.parse(pod, "NS/NAME"));
+    }
+  }
+
   @Command(
       name = "nodes",
       mixinStandardHelpOptions = true,
@@ -129,13 +140,10 @@ final class ViewCommands {
       description =
           "Describe a pod: state, shares, GPU, queue position, times, usage, workload env,"
               + " conditions, Events (GET /v1/namespaces/NS/pods/NAME).")
-  static final class Pod extends Base {
-    @Parameters(paramLabel = "NS/NAME", description = "the pod")
-    String pod;
-
+  static final class Pod extends PodCommand {
     @Override
     JsonNode fetch(ApiClient api) {
-      return api.get(ApiClient.podPath(PodRef.parse(pod, "NS/NAME")));
+      return api.get(podPath());
     }
 
     @Override
@@ -150,13 +158,10 @@ final class ViewCommands {
       description =
           "Raise a pod's demand: Hibernation → Ready (or straight to Running)"
               + " (POST /v1/namespaces/NS/pods/NAME/demand).")
-  static final class Demand extends Base {
-    @Parameters(paramLabel = "NS/NAME", description = "the pod")
-    String pod;
-
+  static final class Demand extends PodCommand {
     @Override
     JsonNode fetch(ApiClient api) {
-      return api.post(ApiClient.podPath(PodRef.parse(pod, "NS/NAME")) + "/demand");
+      return api.post(podPath() + "/demand");
     }
 
     @Override
@@ -171,13 +176,10 @@ final class ViewCommands {
       description =
           "Withdraw a pod's demand or release its GPU: → Hibernation"
               + " (DELETE /v1/namespaces/NS/pods/NAME/demand).")
-  static final class Release extends Base {
-    @Parameters(paramLabel = "NS/NAME", description = "the pod")
-    String pod;
-
+  static final class Release extends PodCommand {
     @Override
     JsonNode fetch(ApiClient api) {
-      return api.delete(ApiClient.podPath(PodRef.parse(pod, "NS/NAME")) + "/demand");
+      return api.delete(podPath() + "/demand");
     }
 
     @Override

@@ -29,7 +29,7 @@ import org.apache.pekko.http.javadsl.server.Route;
  * service stages turned into responses (a failed stage becomes its {@link Problem}), bodies read
  * whole, and query-parameter checks whose errors name the parameter, the value and the range.
  */
-abstract class ApiDirectives extends AllDirectives {
+public abstract class ApiDirectives extends AllDirectives {
 
   /** How long a client may take to send a body. */
   static final Duration BODY_TIMEOUT = Duration.ofSeconds(10);
@@ -40,7 +40,7 @@ abstract class ApiDirectives extends AllDirectives {
   /** {@code {"items":[…]}}, the list shape of API.md. */
   record Items<T>(List<T> items) {}
 
-  static HttpResponse json(StatusCode status, Object body) {
+  protected static HttpResponse json(StatusCode status, Object body) {
     return HttpResponse.create()
         .withStatus(status)
         .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, Json.bytes(body)));
@@ -50,7 +50,8 @@ abstract class ApiDirectives extends AllDirectives {
    * Completes with {@code onSuccess} of the stage's value, or with the problem its failure
    * describes; a call that throws instead of failing its stage is treated the same.
    */
-  <T> Route answer(Supplier<CompletionStage<T>> call, Function<T, HttpResponse> onSuccess) {
+  protected <T> Route answer(
+      Supplier<CompletionStage<T>> call, Function<T, HttpResponse> onSuccess) {
     CompletionStage<T> stage;
     try {
       stage = call.get();

@@ -5,7 +5,6 @@ import dev.gpushare.http.auth.Access;
 import dev.gpushare.http.auth.Scope;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.persistence.JournalInspector;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -16,9 +15,7 @@ import java.util.stream.Collectors;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpMethod;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.model.headers.Allow;
 import org.apache.pekko.http.javadsl.model.headers.Authorization;
@@ -174,7 +171,8 @@ public final class HttpApi extends ApiDirectives {
                                 List.of())
                             .toResponse())))
         .build()
-        .withFallback(RejectionHandler.defaultHandler().mapRejectionResponse(HttpApi::asProblem));
+        .withFallback(
+            RejectionHandler.defaultHandler().mapRejectionResponse(Problem::fromRejection));
   }
 
   private Route methodNotAllowed(List<MethodRejection> rejections) {
@@ -198,18 +196,5 @@ public final class HttpApi extends ApiDirectives {
                   .toResponse()
                   .addHeader(Allow.create(allowed.toArray(HttpMethod[]::new))));
         });
-  }
-
-  /** Pekko's own rejection answers (plain text) rewritten as problems, status kept. */
-  private static HttpResponse asProblem(HttpResponse response) {
-    if (response.entity().getContentType().equals(Problem.CONTENT_TYPE)) {
-      return response;
-    }
-    String detail =
-        response.entity() instanceof HttpEntity.Strict strict
-            ? strict.getData().decodeString(StandardCharsets.UTF_8)
-            : response.status().reason();
-    return response.withEntity(
-        Problem.http(response.status(), detail, List.of()).toResponse().entity());
   }
 }

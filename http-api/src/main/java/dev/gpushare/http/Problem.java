@@ -2,6 +2,7 @@ package dev.gpushare.http;
 
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.node.api.ServiceException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
@@ -12,6 +13,7 @@ import org.apache.pekko.http.javadsl.model.ContentType;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpCharsets;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaTypes;
 import org.apache.pekko.http.javadsl.model.StatusCode;
@@ -66,6 +68,22 @@ public record Problem(
         detail,
         errors.isEmpty() ? null : errors.get(0).field(),
         errors);
+  }
+
+  /**
+   * Pekko's own rejection answer (plain text) rewritten as a problem, status kept; an answer that
+   * is a problem already is left as it is. For {@code RejectionHandler.mapRejectionResponse}.
+   */
+  public static HttpResponse fromRejection(HttpResponse response) {
+    if (response.entity().getContentType().equals(CONTENT_TYPE)) {
+      return response;
+    }
+    String detail =
+        response.entity() instanceof HttpEntity.Strict strict
+            ? strict.getData().decodeString(StandardCharsets.UTF_8)
+            : response.status().reason();
+    return response.withEntity(
+        http(response.status(), detail, List.<FieldError>of()).toResponse().entity());
   }
 
   /** What the client is told about a failed stage or a thrown exception. */

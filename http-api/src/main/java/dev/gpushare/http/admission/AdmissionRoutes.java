@@ -7,7 +7,6 @@ import dev.gpushare.http.Problem;
 import dev.gpushare.http.ProblemException;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionResponse;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionReview;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -66,7 +65,7 @@ public final class AdmissionRoutes extends AllDirectives {
             .build(),
         () ->
             handleRejections(
-                RejectionHandler.defaultHandler().mapRejectionResponse(AdmissionRoutes::asProblem),
+                RejectionHandler.defaultHandler().mapRejectionResponse(Problem::fromRejection),
                 this::endpoints));
   }
 
@@ -145,18 +144,5 @@ public final class AdmissionRoutes extends AllDirectives {
     } else if (response.getPatch() != null) {
       LOG.debug("admission {} {} allowed with a patch", endpoint, response.getUid());
     }
-  }
-
-  /** Pekko's own rejection answers (plain text) rewritten as problems, status kept. */
-  private static HttpResponse asProblem(HttpResponse response) {
-    if (response.entity().getContentType().equals(Problem.CONTENT_TYPE)) {
-      return response;
-    }
-    String detail =
-        response.entity() instanceof HttpEntity.Strict strict
-            ? strict.getData().decodeString(StandardCharsets.UTF_8)
-            : response.status().reason();
-    return response.withEntity(
-        Problem.http(response.status(), detail, List.of()).toResponse().entity());
   }
 }

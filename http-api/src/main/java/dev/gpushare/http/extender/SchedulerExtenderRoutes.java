@@ -1,6 +1,5 @@
 package dev.gpushare.http.extender;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -11,7 +10,7 @@ import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
 import dev.gpushare.arbiter.fragmentation.TargetWorkload;
-import dev.gpushare.http.Json;
+import dev.gpushare.http.ApiDirectives;
 import dev.gpushare.http.Problem;
 import dev.gpushare.http.ProblemException;
 import dev.gpushare.http.extender.ExtenderFilter.Verdict;
@@ -25,18 +24,11 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import java.util.stream.Collectors;
-import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaType;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
-import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
@@ -71,7 +63,7 @@ import org.slf4j.LoggerFactory;
  * {@code 503}). Access: {@code create scheduler} ({@code auth/Scope}) on the API port; on the
  * extender's own mTLS listener ({@link SchedulerExtenderServer}) the client certificate.
  */
-public final class SchedulerExtenderRoutes extends AllDirectives {
+public final class SchedulerExtenderRoutes extends ApiDirectives {
   private static final Logger LOG = LoggerFactory.getLogger(SchedulerExtenderRoutes.class);
 
   /** The path prefix: kube-scheduler's {@code urlPrefix} ends with it. */
@@ -136,11 +128,11 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
     if (!parsed.ok()) {
       String error = invalidPod(args, parsed.errors());
       LOG.debug("extender filter: {}", error);
-      return complete(json(filterResult(args, Map.of(), error)));
+      return complete(json(StatusCodes.OK, filterResult(args, Map.of(), error)));
     }
     PodSharing pod = parsed.value();
     if (pod.kind() == PodSharing.Kind.PLAIN) {
-      return complete(json(filterResult(args, passAll(args), "")));
+      return complete(json(StatusCodes.OK, filterResult(args, passAll(args), "")));
     }
     return answer(
         service::nodes,
@@ -148,7 +140,7 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
           Map<String, Verdict> verdicts =
               ExtenderFilter.verdicts(pod, args.nodeNames(), byName(nodes));
           LOG.debug("extender filter {}: {}", args.podRef(), verdicts);
-          return json(filterResult(args, verdicts, ""));
+          return json(StatusCodes.OK, filterResult(args, verdicts, ""));
         });
   }
 
@@ -213,7 +205,7 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
     ExtenderArgs args = ExtenderArgs.read(body);
     Parsed<PodSharing> parsed = ShareRequestRules.validate(args.pod());
     if (!parsed.ok() || parsed.value().kind() != PodSharing.Kind.SHARED) {
-      return complete(json(priorities(args.nodeNames(), Map.of())));
+      return complete(json(StatusCodes.OK, priorities(args.nodeNames(), Map.of())));
     }
     PodSharing pod = parsed.value();
     return answer(
@@ -231,7 +223,7 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
             }
           }
           LOG.debug("extender prioritize {} ({}): {}", args.podRef(), policy.key(), scores);
-          return json(priorities(args.nodeNames(), scores));
+          return json(StatusCodes.OK, priorities(args.nodeNames(), scores));
         });
   }
 
@@ -338,32 +330,5 @@ public final class SchedulerExtenderRoutes extends AllDirectives {
               message,
               List.of(new FieldError("Content-Type", media.toString(), message))));
     }
-  }
-
-  private <T> Route answer(Supplier<CompletionStage<T>> call, Function<T, HttpResponse> onSuccess) {
-    CompletionStage<T> stage;
-    try {
-      stage = call.get();
-    } catch (RuntimeException e) {
-      stage = CompletableFuture.failedFuture(e);
-    }
-    return completeWithFuture(
-        stage.handle(
-            (value, failure) -> {
-              if (failure != null) {
-                return Problem.of(failure).toResponse();
-              }
-              try {
-                return onSuccess.apply(value);
-              } catch (RuntimeException e) {
-                return Problem.of(e).toResponse();
-              }
-            }));
-  }
-
-  static HttpResponse json(JsonNode body) {
-    return HttpResponse.create()
-        .withStatus(StatusCodes.OK)
-        .withEntity(HttpEntities.create(ContentTypes.APPLICATION_JSON, Json.bytes(body)));
   }
 }

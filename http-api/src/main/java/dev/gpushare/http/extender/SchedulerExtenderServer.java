@@ -1,16 +1,12 @@
 package dev.gpushare.http.extender;
 
-import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.http.Problem;
 import dev.gpushare.node.api.GpuShareService;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
-import org.apache.pekko.http.javadsl.model.HttpEntity;
-import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
 import org.apache.pekko.http.javadsl.server.ExceptionHandler;
@@ -70,19 +66,7 @@ public final class SchedulerExtenderServer extends AllDirectives {
                     .build()
                     .withFallback(
                         RejectionHandler.defaultHandler()
-                            .mapRejectionResponse(SchedulerExtenderServer::asProblem)),
+                            .mapRejectionResponse(Problem::fromRejection)),
                 () -> route));
-  }
-
-  private static HttpResponse asProblem(HttpResponse response) {
-    if (response.entity().getContentType().equals(Problem.CONTENT_TYPE)) {
-      return response;
-    }
-    String detail =
-        response.entity() instanceof HttpEntity.Strict strict
-            ? strict.getData().decodeString(StandardCharsets.UTF_8)
-            : response.status().reason();
-    return response.withEntity(
-        Problem.http(response.status(), detail, List.<FieldError>of()).toResponse().entity());
   }
 }
