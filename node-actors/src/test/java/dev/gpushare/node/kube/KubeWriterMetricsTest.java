@@ -1,56 +1,15 @@
 package dev.gpushare.node.kube;
 
-import static dev.gpushare.node.kube.Fixtures.T0;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.gpushare.arbiter.SharePolicy;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** Failed writes are counted in {@code gpushare_kubernetes_write_errors_total{kind,reason}}. */
-class KubeWriterMetricsTest {
-  static final String NODE = "gpu-hpn-1";
-
-  MockApi api;
-  FakeService service;
-  KubeWriter writer;
-
-  @BeforeEach
-  void setUp() {
-    api = new MockApi();
-    service = new FakeService();
-    api.other.nodes().resource(Fixtures.kubeletNode(NODE)).create();
-    service.setNode(Fixtures.nodeView(NODE, SharePolicy.SHARE_POOL, 16, T0));
-    api.clearRequests();
-  }
-
-  @AfterEach
-  void tearDown() {
-    if (writer != null) {
-      writer.close();
-    }
-    api.close();
-  }
-
-  void startAndFlush() throws Exception {
-    writer =
-        new KubeWriter(
-                api.client,
-                service,
-                new KubeSyncSettings(
-                    NodeStatusMode.KUBELET, 1000, 1000, Duration.ofMillis(50), "gpushare-0"),
-                System::nanoTime,
-                () -> 0.0)
-            .start();
-    writer.flushed().toCompletableFuture().get(30, TimeUnit.SECONDS);
-  }
+class KubeWriterMetricsTest extends KubeWriterNodeFixture {
 
   double errors(String kind, String reason) {
     for (MetricSnapshot m : service.metrics.registry().scrape()) {
