@@ -35,9 +35,52 @@ public record ShareBook(
   /** One GPU as the arbiter knows it. */
   public record GpuSlot(int index, String uuid, boolean healthy) implements JsonSerializable {}
 
-  /** A pod bound to the node. {@code fragmentedReported}: static pod told it cannot be pinned. */
-  public record Member(PodKey key, PodSharing spec, boolean fragmentedReported)
-      implements JsonSerializable {}
+  /**
+   * A pod bound to the node. {@code fragmentedReported}: static pod told it cannot be pinned.
+   * {@code events} and {@code conditions}: what the arbiter's latest decisions made visible on the
+   * pod (SPEC §7), at most {@link #RECENT_EVENTS} Events and the latest condition of each type —
+   * the pod's actor records them, and catches up from here after a crash of either side (absent in
+   * books written before 0.2: empty).
+   */
+  public record Member(
+      PodKey key,
+      PodSharing spec,
+      boolean fragmentedReported,
+      List<PodNotes.EventNote> events,
+      List<PodNotes.ConditionNote> conditions)
+      implements JsonSerializable {
+    public Member {
+      events = events == null ? List.of() : List.copyOf(events);
+      conditions = conditions == null ? List.of() : List.copyOf(conditions);
+    }
+
+    public Member(PodKey key, PodSharing spec, boolean fragmentedReported) {
+      this(key, spec, fragmentedReported, List.of(), List.of());
+    }
+
+    Member fragmented() {
+      return new Member(key, spec, true, events, conditions);
+    }
+
+    Member noted(List<PodNotes.EventNote> newEvents, List<PodNotes.ConditionNote> newConditions) {
+      List<PodNotes.EventNote> e = new ArrayList<>(events);
+      e.addAll(newEvents);
+      if (e.size() > RECENT_EVENTS) {
+        e = e.subList(e.size() - RECENT_EVENTS, e.size());
+      }
+      List<PodNotes.ConditionNote> c = new ArrayList<>();
+      for (PodNotes.ConditionNote old : conditions) {
+        if (newConditions.stream().noneMatch(n -> n.type().equals(old.type()))) {
+          c.add(old);
+        }
+      }
+      c.addAll(newConditions);
+      return new Member(key, spec, fragmentedReported, e, c);
+    }
+  }
+
+  /** Events kept per member for the pod's actor to catch up from. */
+  public static final int RECENT_EVENTS = 10;
 
   /**
    * A share held on a GPU: Running share-pool pods hold their limits, pinned static pods their
@@ -229,9 +272,25 @@ public record ShareBook(
       return this;
     }
     Map<String, Member> m = new TreeMap<>(members);
-    m.put(pod, new Member(member.key(), member.spec(), true));
+    m.put(pod, member.fragmented());
     return new ShareBook(
         node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision + 1);
+  }
+
+  /**
+   * The Events and conditions a decision made visible on {@code pod}, kept with the member (not a
+   * change of its own: the revision stays).
+   */
+  public ShareBook noted(
+      String pod, List<PodNotes.EventNote> events, List<PodNotes.ConditionNote> conditions) {
+    Member member = members.get(pod);
+    if (member == null || (events.isEmpty() && conditions.isEmpty())) {
+      return this;
+    }
+    Map<String, Member> m = new TreeMap<>(members);
+    m.put(pod, member.noted(events, conditions));
+    return new ShareBook(
+        node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision);
   }
 
   /**

@@ -1,13 +1,7 @@
 package dev.gpushare.gpu;
 
 import dev.gpushare.arbiter.JsonSerializable;
-import dev.gpushare.arbiter.Share;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerEntry;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerReply;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerSnapshot;
 import java.time.Duration;
-import java.util.Map;
-import java.util.TreeMap;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -20,10 +14,13 @@ import org.apache.pekko.persistence.typed.javadsl.ReplyEffect;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
 
 /**
- * One GPU's capacity ledger (ARCHITECTURE.md §2): which pods hold which shares, by decision id, and
- * the device's health. The 100 % invariant is enforced here, where the resource lives: a
- * reservation that would take core or memory above 100 % is refused whatever the arbiter believes.
- * Reserving or freeing the same decision twice is harmless.
+ * One GPU's own facts (ARCHITECTURE.md §2): its identity as the backend reports it (index, UUID,
+ * model, memory) and its health. Who holds a share of it is not kept here: that is a decision, and
+ * its node's {@code NodeArbiter} is the single writer of decisions — the telemetry and the
+ * enforcement contract read the holders from the arbiter's book.
+ *
+ * <p>Journals written before 0.2 also hold {@code Reserved} and {@code Freed} events (the ledger
+ * this actor kept then); they are read and ignored.
  */
 public final class GpuActor
     extends EventSourcedBehaviorWithEnforcedReplies<
@@ -34,13 +31,6 @@ public final class GpuActor
   /** What the backend reports of the device (discovery, or the same again at start-up). */
   public record Describe(GpuDevice device, ActorRef<Done> replyTo) implements Command {}
 
-  public record Reserve(String decisionId, String pod, Share share, ActorRef<LedgerReply> replyTo)
-      implements Command {}
-
-  public record Free(String decisionId, ActorRef<Done> replyTo) implements Command {}
-
-  public record GetLedger(ActorRef<LedgerSnapshot> replyTo) implements Command {}
-
   public record GetState(ActorRef<State> replyTo) implements Command {}
 
   public record SetHealth(boolean healthy, ActorRef<Done> replyTo) implements Command {}
@@ -49,59 +39,15 @@ public final class GpuActor
 
   public record Discovered(GpuDevice device) implements Event {}
 
-  public record Reserved(String decisionId, String pod, Share share) implements Event {}
-
-  public record Freed(String decisionId) implements Event {}
-
   public record HealthChanged(boolean healthy) implements Event {}
 
-  /**
-   * @param reservations by decision id
-   */
-  public record State(GpuDevice device, boolean healthy, Map<String, LedgerEntry> reservations)
-      implements JsonSerializable {
-    public State {
-      reservations = new TreeMap<>(reservations);
-    }
+  /** Written before 0.2 (a ledger reservation); read and ignored. */
+  public record Reserved(String decisionId, String pod, Object share) implements Event {}
 
-    public Share used() {
-      return reservations.values().stream().map(LedgerEntry::share).reduce(Share.NONE, Share::plus);
-    }
+  /** Written before 0.2 (a ledger free); read and ignored. */
+  public record Freed(String decisionId) implements Event {}
 
-    /** Why {@code share} for {@code pod} cannot be reserved, or {@code null} when it can. */
-    String refusal(String decisionId, String pod, Share share) {
-      for (Map.Entry<String, LedgerEntry> r : reservations.entrySet()) {
-        if (r.getValue().pod().equals(pod)) {
-          return "pod " + pod + " already holds this GPU under decision " + r.getKey();
-        }
-      }
-      if (!share.fitsBeside(used())) {
-        return "reserving "
-            + share
-            + " beside "
-            + used()
-            + " in use would exceed 100% of GPU "
-            + (device == null ? "?" : device.index());
-      }
-      return null;
-    }
-
-    State with(String decisionId, LedgerEntry entry) {
-      Map<String, LedgerEntry> next = new TreeMap<>(reservations);
-      next.put(decisionId, entry);
-      return new State(device, healthy, next);
-    }
-
-    State without(String decisionId) {
-      Map<String, LedgerEntry> next = new TreeMap<>(reservations);
-      next.remove(decisionId);
-      return new State(device, healthy, next);
-    }
-
-    LedgerSnapshot snapshot(String uuid) {
-      return new LedgerSnapshot(uuid, healthy, reservations);
-    }
-  }
+  public record State(GpuDevice device, boolean healthy) implements JsonSerializable {}
 
   public static PersistenceId persistenceId(String node, String uuid) {
     return PersistenceId.ofUniqueId("Gpu|" + node + "|" + uuid);
@@ -111,18 +57,15 @@ public final class GpuActor
     return new GpuActor(node, uuid);
   }
 
-  private final String uuid;
-
   private GpuActor(String node, String uuid) {
     super(
         persistenceId(node, uuid),
         SupervisorStrategy.restartWithBackoff(Duration.ofMillis(200), Duration.ofSeconds(5), 0.1));
-    this.uuid = uuid;
   }
 
   @Override
   public State emptyState() {
-    return new State(null, true, Map.of());
+    return new State(null, true);
   }
 
   @Override
@@ -135,9 +78,6 @@ public final class GpuActor
     return newCommandHandlerWithReplyBuilder()
         .forAnyState()
         .onCommand(Describe.class, this::onDescribe)
-        .onCommand(Reserve.class, this::onReserve)
-        .onCommand(Free.class, this::onFree)
-        .onCommand(GetLedger.class, (s, c) -> Effect().reply(c.replyTo(), s.snapshot(uuid)))
         .onCommand(GetState.class, (s, c) -> Effect().reply(c.replyTo(), s))
         .onCommand(SetHealth.class, this::onSetHealth)
         .build();
@@ -149,28 +89,6 @@ public final class GpuActor
     }
     return Effect()
         .persist(new Discovered(c.device()))
-        .thenReply(c.replyTo(), x -> Done.getInstance());
-  }
-
-  private ReplyEffect<Event, State> onReserve(State s, Reserve c) {
-    if (s.reservations().containsKey(c.decisionId())) {
-      return Effect().reply(c.replyTo(), LedgerReply.RESERVED);
-    }
-    String refusal = s.refusal(c.decisionId(), c.pod(), c.share());
-    if (refusal != null) {
-      return Effect().reply(c.replyTo(), LedgerReply.refused(refusal));
-    }
-    return Effect()
-        .persist(new Reserved(c.decisionId(), c.pod(), c.share()))
-        .thenReply(c.replyTo(), x -> LedgerReply.RESERVED);
-  }
-
-  private ReplyEffect<Event, State> onFree(State s, Free c) {
-    if (!s.reservations().containsKey(c.decisionId())) {
-      return Effect().reply(c.replyTo(), Done.getInstance());
-    }
-    return Effect()
-        .persist(new Freed(c.decisionId()))
         .thenReply(c.replyTo(), x -> Done.getInstance());
   }
 
@@ -187,12 +105,10 @@ public final class GpuActor
   public EventHandler<State, Event> eventHandler() {
     return newEventHandlerBuilder()
         .forAnyState()
-        .onEvent(Discovered.class, (s, e) -> new State(e.device(), s.healthy(), s.reservations()))
-        .onEvent(
-            Reserved.class, (s, e) -> s.with(e.decisionId(), new LedgerEntry(e.pod(), e.share())))
-        .onEvent(Freed.class, (s, e) -> s.without(e.decisionId()))
-        .onEvent(
-            HealthChanged.class, (s, e) -> new State(s.device(), e.healthy(), s.reservations()))
+        .onEvent(Discovered.class, (s, e) -> new State(e.device(), s.healthy()))
+        .onEvent(HealthChanged.class, (s, e) -> new State(s.device(), e.healthy()))
+        .onEvent(Reserved.class, (s, e) -> s)
+        .onEvent(Freed.class, (s, e) -> s)
         .build();
   }
 }

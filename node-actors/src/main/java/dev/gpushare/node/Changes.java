@@ -19,8 +19,11 @@ public final class Changes {
 
   public sealed interface Change extends JsonSerializable {}
 
-  /** A pod's record changed (persisted by its PodActor). */
-  public record PodChanged(PodKey key, PodActor.Record record) implements Change {}
+  /**
+   * What users see of a pod changed: a decision of its arbiter (durable), or its record's Events
+   * and conditions.
+   */
+  public record PodChanged(PodKey key, boolean deleted) implements Change {}
 
   /** A node's config, conditions, GPUs or bound pods changed. */
   public record NodeChanged(String node) implements Change {}

@@ -12,12 +12,10 @@ import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.PodState;
-import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
-import dev.gpushare.arbiter.WorkloadEnv;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
 import dev.gpushare.gpu.GpuDevice;
@@ -27,17 +25,10 @@ import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import dev.gpushare.node.api.Views.ClockView;
-import dev.gpushare.node.api.Views.EventView;
-import dev.gpushare.node.api.Views.GpuRef;
-import dev.gpushare.node.api.Views.GpuView;
 import dev.gpushare.node.api.Views.NodeView;
-import dev.gpushare.node.api.Views.PodConditionView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
-import dev.gpushare.node.api.Views.ShareView;
-import dev.gpushare.node.api.Views.UsageView;
-import dev.gpushare.node.api.Views.WorkloadView;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -61,9 +52,10 @@ import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Source;
 
 /**
- * The arbiter's service over its sharded entities: orchestrates NodeActor (admission, config),
- * NodeArbiter (decisions), GpuActors (ledgers) and PodActors (lifecycle) for each request, and
- * composes the views. Every answer comes after the decisions it caused are persisted.
+ * The arbiter's service over its sharded entities: NodeActor (admission, config), NodeArbiter (the
+ * single writer of decisions), GpuActors (identity, health) and PodActors (Events, conditions).
+ * Every answer comes after the decisions it caused are persisted, and every view takes its decision
+ * state from one snapshot of the node's arbiter ({@link BookViews}).
  */
 final class DefaultGpuShareService implements GpuShareService, PodActor.Listener {
 
@@ -76,7 +68,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private final RuntimeSettings settings;
   private final ArbiterClock clock;
   private final Duration timeout;
-  private final Map<String, List<Consumer<PodActor.Record>>> listeners = new ConcurrentHashMap<>();
+  private final Map<String, List<Consumer<Boolean>>> listeners = new ConcurrentHashMap<>();
   private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
   private final LocalGpus local;
   private final GpuShareMetrics metrics;
@@ -260,7 +252,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<List<QueueEntryView>> queue(String node) {
-    return knownNode(node).thenCompose(d -> book(node)).thenApply(this::queueView);
+    return knownNode(node).thenCompose(d -> book(node)).thenApply(BookViews::queue);
   }
 
   @Override
@@ -468,7 +460,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             node ->
                 arbiterAsk(node, r -> new NodeArbiter.AddPod(key, spec, r))
-                    .thenCompose(o -> podView(new Placed(node, key))));
+                    .thenCompose(o -> podView(new Placed(node, key), o)));
   }
 
   /**
@@ -676,7 +668,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** A change published on any member, heard here. */
   void heard(Changes.Change change) {
     if (change instanceof Changes.PodChanged p) {
-      podChanged(p.key(), p.record());
+      podChanged(p.key(), p.deleted());
     } else if (change instanceof Changes.NodeChanged n) {
       nodeChangedHere(n.node());
     } else if (change instanceof Changes.UsageChanged u) {
@@ -858,20 +850,40 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         node.isPresent()
             ? knownNode(node.get()).thenApply(d -> List.of(node.get()))
             : registeredNodes();
-    // The nodes' actors are the authority on what is bound, on whichever member they live.
+    // Each node's arbiter is the authority on its pods: one snapshot per node, and each pod's own
+    // record (Events, conditions) beside it.
     return nodes
-        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+        .thenCompose(names -> all(names.stream().map(this::podsOf).toList()))
+        .thenApply(
+            perNode ->
+                perNode.stream()
+                    .flatMap(List::stream)
+                    .sorted(Comparator.comparing((PodView v) -> v.namespace() + "/" + v.name()))
+                    .toList());
+  }
+
+  /** The pods of one node, from one snapshot of its arbiter's book. */
+  private CompletionStage<List<PodView>> podsOf(String node) {
+    return book(node)
+        .thenCombine(nodeRecord(node), (b, r) -> Map.entry(b, r))
         .thenCompose(
-            records -> {
-              List<Placed> selected = new ArrayList<>();
-              for (NodeActor.Record r : records) {
-                r.bound()
-                    .values()
-                    .forEach(b -> selected.add(new Placed(r.manifest().name(), b.key())));
+            br -> {
+              NodeArbiter.BookView b = br.getKey();
+              List<CompletionStage<PodView>> views = new ArrayList<>();
+              for (ShareBook.Member m : b.book().members().values()) {
+                NodeArbiter.Outcome decided =
+                    NodeArbiter.Outcome.of(b.book(), m.key().entityId(), b.now());
+                views.add(
+                    podRecord(new Placed(node, m.key()))
+                        .thenApply(
+                            rec -> {
+                              PodView v = BookViews.pod(m.key(), node, decided, rec);
+                              return v.gpu() == null || v.limits() == null
+                                  ? v
+                                  : withGpuUse(v, br.getValue());
+                            }));
               }
-              selected.sort(Comparator.comparing((Placed p) -> p.key().ref()));
-              return all(selected.stream().map(this::maybePodView).toList())
-                  .thenApply(views -> views.stream().flatMap(Optional::stream).toList());
+              return all(views);
             });
   }
 
@@ -886,7 +898,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             p ->
                 arbiterAsk(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
-                    .thenCompose(o -> podView(p)));
+                    .thenCompose(o -> podView(p, o)));
   }
 
   @Override
@@ -895,7 +907,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             p ->
                 arbiterAsk(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
-                    .thenCompose(o -> podView(p)));
+                    .thenCompose(o -> podView(p, o)));
   }
 
   @Override
@@ -904,22 +916,17 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             p -> {
               CompletableFuture<PodView> result = new CompletableFuture<>();
-              Consumer<PodActor.Record> listener =
-                  record -> {
-                    if (record.deleted()
-                        || (record.status() != null
-                            && record.status().state() == PodState.RUNNING)) {
+              Consumer<Boolean> listener =
+                  deleted ->
                       podView(p)
                           .whenComplete(
                               (v, e) -> {
                                 if (e != null) {
                                   result.completeExceptionally(e);
-                                } else {
+                                } else if (PodState.RUNNING.display().equals(v.state())) {
                                   result.complete(v);
                                 }
                               });
-                    }
-                  };
               String ref = p.key().ref();
               listen(ref, listener);
               result.whenComplete((v, e) -> unlisten(ref, listener));
@@ -928,7 +935,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       (v, e) -> {
                         if (e != null) {
                           result.completeExceptionally(e);
-                        } else if ("Running".equals(v.state())) {
+                        } else if (PodState.RUNNING.display().equals(v.state())) {
                           result.complete(v);
                         }
                       });
@@ -965,18 +972,20 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               // Views are fetched one after another, so the stream sees changes in order.
               AtomicReference<CompletableFuture<Done>> chain =
                   new AtomicReference<>(CompletableFuture.completedFuture(Done.getInstance()));
-              Consumer<PodActor.Record> listener =
-                  record ->
+              // One view per change users can see: a change that shows nothing new sends nothing.
+              AtomicReference<PodView> last = new AtomicReference<>();
+              Consumer<Boolean> listener =
+                  deleted ->
                       chain.updateAndGet(
                           previous ->
                               previous
                                   .thenCompose(d -> podView(p).toCompletableFuture())
                                   .handle(
                                       (v, e) -> {
-                                        if (v != null) {
+                                        if (v != null && !v.equals(last.getAndSet(v))) {
                                           queue.offer(v);
                                         }
-                                        if (record.deleted()) {
+                                        if (deleted || e != null) {
                                           queue.complete();
                                         }
                                         return Done.getInstance();
@@ -987,6 +996,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                   .whenComplete(
                       (v, e) -> {
                         if (v != null) {
+                          last.compareAndSet(null, v);
                           queue.offer(v);
                         } else {
                           queue.fail(e);
@@ -997,30 +1007,30 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   @Override
-  public void changed(PodKey key, PodActor.Record record) {
-    changes.tell(Topic.publish(new Changes.PodChanged(key, record)));
+  public void changed(PodKey key, boolean deleted) {
+    changes.tell(Topic.publish(new Changes.PodChanged(key, deleted)));
   }
 
-  private void podChanged(PodKey key, PodActor.Record record) {
+  private void podChanged(PodKey key, boolean deleted) {
     for (ChangeListener l : subscribers) {
       try {
-        l.podChanged(key.namespace(), key.name(), record.deleted());
+        l.podChanged(key.namespace(), key.name(), deleted);
       } catch (RuntimeException e) {
         system.log().warn("a change listener failed on pod {}: {}", key.ref(), e.toString());
       }
     }
-    List<Consumer<PodActor.Record>> list = listeners.get(key.ref());
+    List<Consumer<Boolean>> list = listeners.get(key.ref());
     if (list != null) {
-      list.forEach(l -> l.accept(record));
+      list.forEach(l -> l.accept(deleted));
     }
   }
 
-  private void listen(String ref, Consumer<PodActor.Record> listener) {
+  private void listen(String ref, Consumer<Boolean> listener) {
     listeners.computeIfAbsent(ref, r -> new CopyOnWriteArrayList<>()).add(listener);
   }
 
-  private void unlisten(String ref, Consumer<PodActor.Record> listener) {
-    List<Consumer<PodActor.Record>> list = listeners.get(ref);
+  private void unlisten(String ref, Consumer<Boolean> listener) {
+    List<Consumer<Boolean>> list = listeners.get(ref);
     if (list != null) {
       list.remove(listener);
     }
@@ -1087,82 +1097,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   // ---- views ----
 
   private CompletionStage<NodeView> nodeView(String name) {
-    CompletionStage<NodeActor.Record> record = nodeRecord(name);
-    CompletionStage<NodeArbiter.BookView> book = book(name);
-    return record
-        .thenCombine(book, (r, b) -> Map.entry(r, b))
-        .thenCompose(
-            rb -> {
-              NodeActor.Record r = rb.getKey();
-              NodeArbiter.BookView b = rb.getValue();
-              List<CompletionStage<GpuActor.State>> states =
-                  r.gpus().stream()
-                      .map(
-                          d ->
-                              entities
-                                  .gpu(name, d.uuid())
-                                  .<GpuActor.State>ask(GpuActor.GetState::new, timeout))
-                      .toList();
-              return all(states)
-                  .thenApply(
-                      gs -> {
-                        List<GpuView> gpus = new ArrayList<>();
-                        for (int i = 0; i < r.gpus().size(); i++) {
-                          GpuDevice d = r.gpus().get(i);
-                          GpuActor.State s = gs.get(i);
-                          Share used = s.used();
-                          List<String> holders =
-                              s.reservations().values().stream()
-                                  .map(e -> refOf(b.book(), e.pod()))
-                                  .sorted()
-                                  .toList();
-                          gpus.add(
-                              new GpuView(
-                                  d.index(),
-                                  d.uuid(),
-                                  d.model(),
-                                  d.memoryMiB(),
-                                  s.healthy() ? "Healthy" : "Unhealthy",
-                                  new ShareView(used.core(), used.memory()),
-                                  holders));
-                        }
-                        return new NodeView(
-                            name,
-                            r.manifest().labels(),
-                            r.manifest().annotations(),
-                            r.config().active().label(),
-                            r.config().activeQos(),
-                            r.status(settings.reservedPerGpu(), b.now()),
-                            gpus,
-                            queueView(b),
-                            r.events().stream().map(DefaultGpuShareService::eventView).toList());
-                      });
-            });
-  }
-
-  private static String refOf(ShareBook book, String entityId) {
-    ShareBook.Member m = book.members().get(entityId);
-    if (m != null) {
-      return m.key().ref();
-    }
-    String[] parts = entityId.split("/", 3);
-    return parts.length >= 2 ? parts[0] + "/" + parts[1] : entityId;
-  }
-
-  private List<QueueEntryView> queueView(NodeArbiter.BookView b) {
-    List<QueueEntryView> items = new ArrayList<>();
-    int position = 1;
-    for (var e : b.book().queue().entries()) {
-      ShareBook.Member m = b.book().members().get(e.pod());
-      Share limits = m.spec().limits();
-      items.add(
-          new QueueEntryView(
-              m.key().ref(),
-              position++,
-              Math.max(0, Duration.between(e.enteredAt(), b.now()).toSeconds()),
-              new ShareView(limits.core(), limits.memory())));
-    }
-    return items;
+    return nodeRecord(name)
+        .thenCombine(book(name), (r, b) -> BookViews.node(r, b, settings.reservedPerGpu()));
   }
 
   /**
@@ -1174,25 +1110,33 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenApply(v -> v.orElseThrow(() -> podNotFound(p.key().namespace(), p.key().name())));
   }
 
+  /** The pod's view with the decision state {@code decided} the arbiter answered with. */
+  private CompletionStage<PodView> podView(Placed p, NodeArbiter.Outcome decided) {
+    return podRecord(p).thenCompose(r -> withGpuUse(BookViews.pod(p.key(), p.node(), decided, r)));
+  }
+
   private CompletionStage<Optional<PodView>> maybePodView(Placed p) {
-    CompletionStage<PodActor.Record> record =
-        entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
-    return record
-        .thenCombine(book(p.node()), (r, b) -> new Object[] {r, b})
+    CompletionStage<NodeArbiter.Outcome> decided =
+        entities.arbiter(p.node()).ask(r -> new NodeArbiter.GetPod(p.key().entityId(), r), timeout);
+    return decided
+        .thenCombine(podRecord(p), (o, r) -> o.ok() ? BookViews.pod(p.key(), p.node(), o, r) : null)
         .thenCompose(
-            rb -> {
-              PodActor.Record r = (PodActor.Record) rb[0];
-              NodeArbiter.BookView b = (NodeArbiter.BookView) rb[1];
-              if (r.status() == null && b.book().status(p.key().entityId()).isEmpty()) {
-                return CompletableFuture.completedFuture(Optional.<PodView>empty());
-              }
-              PodView view = podView(p, r, b);
-              if (view.gpu() == null || view.limits() == null) {
-                return CompletableFuture.completedFuture(Optional.of(view));
-              }
-              // A Running share: its telemetry, and what its workload exports (GPU memory).
-              return nodeRecord(p.node()).thenApply(n -> Optional.of(withGpuUse(view, n)));
-            });
+            v ->
+                v == null
+                    ? CompletableFuture.completedFuture(Optional.<PodView>empty())
+                    : withGpuUse(v).thenApply(Optional::of));
+  }
+
+  private CompletionStage<PodActor.Record> podRecord(Placed p) {
+    return entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
+  }
+
+  /** A Running share: its telemetry, and what its workload exports (GPU memory). */
+  private CompletionStage<PodView> withGpuUse(PodView view) {
+    if (view.gpu() == null || view.limits() == null) {
+      return CompletableFuture.completedFuture(view);
+    }
+    return nodeRecord(view.node()).thenApply(n -> withGpuUse(view, n));
   }
 
   private PodView withGpuUse(PodView v, NodeActor.Record node) {
@@ -1200,85 +1144,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         usage
             .getOrDefault(v.node(), Map.of())
             .get(new PodKey(v.namespace(), v.name(), v.uid()).entityId());
-    long gpuMiB =
-        node.gpus().stream()
-            .filter(g -> g.uuid().equals(v.gpu().uuid()))
-            .mapToLong(GpuDevice::memoryMiB)
-            .findFirst()
-            .orElse(RuntimeSettings.DEFAULT_GPU_MEMORY_MIB);
-    Share limits = new Share(v.limits().core(), v.limits().memory());
-    return new PodView(
-        v.namespace(),
-        v.name(),
-        v.uid(),
-        v.node(),
-        v.policy(),
-        v.state(),
-        v.requests(),
-        v.limits(),
-        v.gpu(),
-        v.queuePosition(),
-        v.waitingSeconds(),
-        v.runningSeconds(),
-        v.conditions(),
-        v.events(),
-        u == null
-            ? null
-            : new UsageView(
-                u.memoryUsedMiB(),
-                u.memoryLimitMiB(),
-                u.absoluteUtilization(),
-                u.relativeUtilization(),
-                u.processes()),
-        "share-pool".equals(v.policy())
-            ? new WorkloadView(
-                WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, settings.gpu().mpsRoot()))
-            : null);
-  }
-
-  private static PodView podView(Placed p, PodActor.Record r, NodeArbiter.BookView b) {
-    String id = p.key().entityId();
-    PodStatus status = r.status() != null ? r.status() : b.book().status(id).orElse(null);
-    PodSharing spec = status == null ? null : status.spec();
-    boolean shared = spec != null && spec.kind() == PodSharing.Kind.SHARED;
-    PodState state = status == null ? null : status.state();
-    Instant now = b.now();
-    Integer position = b.book().queue().position(id).orElse(null);
-    Long waiting =
-        state == PodState.READY && status.since() != null
-            ? Math.max(0, Duration.between(status.since(), now).toSeconds())
-            : null;
-    Long running =
-        state == PodState.RUNNING && status.since() != null
-            ? Math.max(0, Duration.between(status.since(), now).toSeconds())
-            : null;
-    return new PodView(
-        p.key().namespace(),
-        p.key().name(),
-        p.key().uid(),
-        p.node(),
-        shared ? spec.policy().label() : null,
-        state == null ? null : state.display(),
-        shared ? share(spec.requests()) : null,
-        shared ? share(spec.limits()) : null,
-        status != null && status.gpu() != null ? new GpuRef(status.gpu(), status.gpuUuid()) : null,
-        position,
-        waiting,
-        running,
-        r.conditions().stream()
-            .map(c -> new PodConditionView(c.type(), c.status(), c.reason(), c.message(), c.time()))
-            .toList(),
-        r.events().stream().map(DefaultGpuShareService::eventView).toList(),
-        null,
-        null);
-  }
-
-  private static ShareView share(Share s) {
-    return new ShareView(s.core(), s.memory());
-  }
-
-  private static EventView eventView(PodNotes.EventNote e) {
-    return new EventView(e.type(), e.reason(), e.message(), e.time(), PodNotes.SOURCE);
+    return BookViews.withGpuUse(v, node, u, settings.gpu().mpsRoot());
   }
 
   // ---- plumbing ----

@@ -101,7 +101,7 @@ public final class Entities {
     return new Ref<>(sharding.entityRefFor(type, id), continuations);
   }
 
-  /** Starts the four entity types on this member. */
+  /** Starts the entity types on this member. */
   public static Entities init(
       ActorSystem<?> system,
       ReservedPerGpu reserved,
@@ -145,7 +145,17 @@ public final class Entities {
     // recovers them from the journal. An idle pod then costs no actor (BENCHMARKS.md, "Heap").
     ClusterShardingSettings idlePods = passivatingIdle(system);
     sharding.init(
-        Entity.of(POD, ctx -> PodActor.create(podKeyOf(ctx.getEntityId()), podListener))
+        Entity.of(
+                POD,
+                ctx ->
+                    PodActor.create(
+                        nodeOf(ctx.getEntityId()),
+                        podKeyOf(ctx.getEntityId()),
+                        podListener,
+                        (node, key) ->
+                            sharding
+                                .entityRefFor(ARBITER, node)
+                                .tell(new NodeArbiter.Resync(key.entityId()))))
             .withMessageExtractor(new ByNode<>())
             .withAllocationStrategy(NodeShardAllocation.create())
             .withSettings(idlePods));
@@ -208,6 +218,10 @@ public final class Entities {
 
   public Ref<PodActor.Command> pod(String node, PodKey key) {
     return ref(POD, node + ":" + key.entityId());
+  }
+
+  static String nodeOf(String entityId) {
+    return entityId.split(":", 2)[0];
   }
 
   static PodKey podKeyOf(String entityId) {

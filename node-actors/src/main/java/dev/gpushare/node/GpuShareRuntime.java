@@ -90,7 +90,7 @@ public final class GpuShareRuntime {
     AtomicReference<DefaultGpuShareService> service = new AtomicReference<>();
     // This runtime's metrics: a registry of its own, not the JVM-wide default one.
     GpuShareMetrics metrics = new GpuShareMetrics();
-    PodActor.Listener listener = (key, record) -> service.get().changed(key, record);
+    PodActor.Listener listener = (key, deleted) -> service.get().changed(key, deleted);
     Entities[] holder = new Entities[1];
     holder[0] =
         Entities.init(
@@ -98,7 +98,7 @@ public final class GpuShareRuntime {
             settings.reservedPerGpu(),
             clock,
             listener,
-            node -> new ShardedPeers(holder[0], node, settings.askTimeout()),
+            node -> new ShardedPeers(holder[0], node, listener, system),
             metrics);
     // Changes travel cluster-wide, so watchers and the Kubernetes writer on any member hear them.
     ActorRef<Topic.Command<Changes.Change>> changes =
@@ -119,7 +119,7 @@ public final class GpuShareRuntime {
             Props.empty());
     changes.tell(Topic.subscribe(subscriber));
     // After a member is removed its shards start elsewhere only when messaged: wake every node so
-    // its arbiter recovers, reconciles with its ledgers and re-arms its timers at once.
+    // its arbiter recovers, reconciles with its bound pods and re-arms its timers at once.
     ActorRef<ClusterEvent.MemberRemoved> removals =
         system.systemActorOf(
             Behaviors.receive(ClusterEvent.MemberRemoved.class)

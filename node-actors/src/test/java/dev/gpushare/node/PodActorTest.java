@@ -24,12 +24,10 @@ import dev.gpushare.node.PodActor.Event;
 import dev.gpushare.node.PodActor.EventRecorded;
 import dev.gpushare.node.PodActor.GetRecord;
 import dev.gpushare.node.PodActor.Granted;
+import dev.gpushare.node.PodActor.Noted;
 import dev.gpushare.node.PodActor.Notice;
-import dev.gpushare.node.PodActor.Preempted;
 import dev.gpushare.node.PodActor.Record;
-import dev.gpushare.node.PodActor.Released;
 import dev.gpushare.node.PodActor.SpecSeen;
-import dev.gpushare.node.PodActor.StatusSynced;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -44,7 +42,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** One pod's record of what its arbiter decided, and the history users see. */
+/**
+ * One pod's own record: the spec seen, the Events and conditions of its arbiter's decisions, its
+ * removal — never its decision state, which its arbiter's book holds.
+ */
 class PodActorTest {
   static final PodKey KEY = new PodKey("team-a", "notebook", "uid-1");
   static final PodSharing SPEC =
@@ -60,10 +61,21 @@ class PodActorTest {
                   + "}\n")
           .withFallback(EventSourcedBehaviorTestKit.config());
 
+  static final EventNote PREEMPT =
+      new EventNote("Warning", "GPUSharePreempt", "GPU is preempted from a.", T1);
+  static final ConditionNote RECLAIM =
+      new ConditionNote(
+          "Interruption.GPUShareReclaim",
+          "True",
+          "GPUSharePreempt",
+          "GPU is preempted from a.",
+          T1);
+
   /** What the listener heard, and how many events the journal held at that moment. */
-  record Heard(PodKey key, Record record, int journalSize) {}
+  record Heard(PodKey key, boolean deleted, int journalSize) {}
 
   static final Queue<Heard> heard = new ConcurrentLinkedQueue<>();
+  static final Queue<String> resyncs = new ConcurrentLinkedQueue<>();
   static ActorTestKit testKit;
   static EventSourcedBehaviorTestKit<Command, Event, Record> kit;
 
@@ -74,15 +86,17 @@ class PodActorTest {
         EventSourcedBehaviorTestKit.create(
             testKit.system(),
             PodActor.create(
+                "n1",
                 KEY,
-                (key, record) ->
+                (key, deleted) ->
                     heard.add(
                         new Heard(
                             key,
-                            record,
+                            deleted,
                             kit.persistenceTestKit()
                                 .persistedInStorage(PodActor.persistenceId(KEY).id())
-                                .size()))));
+                                .size())),
+                (node, key) -> resyncs.add(node + ":" + key.entityId())));
   }
 
   @AfterAll
@@ -94,6 +108,7 @@ class PodActorTest {
   void freshPod() {
     kit.clear();
     heard.clear();
+    resyncs.clear();
   }
 
   @Test
@@ -106,25 +121,27 @@ class PodActorTest {
   }
 
   @Test
-  void aNoticeAppliesTheStatusAndRecordsItsEventsAndConditions() {
+  void theFirstNoticeRecordsTheSpecAndEveryNoticeItsEventsAndConditionsInOneEvent() {
     PodStatus running = status(PodState.RUNNING, 2, T1, 5);
-    EventNote event = new EventNote("Warning", "GPUSharePreempt", "GPU is preempted from a.", T1);
-    ConditionNote condition =
-        new ConditionNote(
-            "Interruption.GPUShareReclaim",
-            "True",
-            "GPUSharePreempt",
-            "GPU is preempted from a.",
-            T1);
 
     CommandResultWithReply<Command, Event, Record, Done> result =
-        notice(new PodNotice(running, List.of(event), List.of(condition), false));
+        notice(new PodNotice(running, List.of(PREEMPT), List.of(RECLAIM), false));
 
     assertEquals(Done.getInstance(), result.reply());
     assertEquals(
-        List.of(new SpecSeen(running), new EventRecorded(event), new ConditionSet(condition)),
+        List.of(new SpecSeen(running), new Noted(5, List.of(PREEMPT), List.of(RECLAIM))),
         result.events());
-    assertEquals(new Record(running, List.of(event), List.of(condition), false), result.state());
+    assertEquals(new Record(running, List.of(PREEMPT), List.of(RECLAIM), false, 5), result.state());
+  }
+
+  @Test
+  void aStatusChangeAloneIsNotThePodsToRecord() {
+    notice(PodNotice.of(status(PodState.HIBERNATION, null, null, 3)));
+
+    CommandResultWithReply<Command, Event, Record, Done> granted =
+        notice(PodNotice.of(status(PodState.RUNNING, 0, T1, 9)));
+    assertTrue(granted.hasNoEvents(), "a plain grant writes nothing here: " + granted.events());
+    assertTrue(heard.stream().noneMatch(h -> h.journalSize() > 1), "nothing new to show");
   }
 
   @Test
@@ -156,9 +173,8 @@ class PodActorTest {
   }
 
   @Test
-  void aStaleNoticeIsIgnored() {
-    PodStatus running = status(PodState.RUNNING, 1, T2, 7);
-    notice(PodNotice.of(running));
+  void aNoticeOlderThanWhatTheRecordHoldsIsIgnored() {
+    notice(new PodNotice(status(PodState.RUNNING, 1, T2, 7), List.of(PREEMPT), List.of(), false));
 
     CommandResultWithReply<Command, Event, Record, Done> stale =
         notice(
@@ -170,24 +186,14 @@ class PodActorTest {
 
     assertEquals(Done.getInstance(), stale.reply(), "answered all the same");
     assertTrue(stale.hasNoEvents());
-    assertEquals(running, stale.state().status());
-    assertEquals(List.of(), stale.state().events());
+    assertEquals(List.of(PREEMPT), stale.state().events());
   }
 
   @Test
   void reDeliveryOfTheSameNoticePersistsNothingAndTellsNoListener() {
     PodNotice notice =
         new PodNotice(
-            status(PodState.RUNNING, 0, T1, 3),
-            List.of(new EventNote("Warning", "GPUSharePreempt", "GPU is preempted from a.", T1)),
-            List.of(
-                new ConditionNote(
-                    "Interruption.GPUShareReclaim",
-                    "True",
-                    "GPUSharePreempt",
-                    "GPU is preempted from a.",
-                    T1)),
-            false);
+            status(PodState.RUNNING, 0, T1, 3), List.of(PREEMPT), List.of(RECLAIM), false);
     Record first = notice(notice).state();
     heard.clear();
 
@@ -197,67 +203,32 @@ class PodActorTest {
     assertTrue(again.hasNoEvents());
     assertEquals(first, again.state());
     assertTrue(heard.isEmpty(), "nothing changed, nobody is told");
-  }
 
-  @Test
-  void aNewerRevisionOfTheSameStatusIsRecordedOnceAndItsRepeatPersistsNothing() {
-    notice(PodNotice.of(status(PodState.READY, null, T1, 3)));
-
-    CommandResultWithReply<Command, Event, Record, Done> resync =
-        notice(PodNotice.of(status(PodState.READY, null, T1, 9)));
-    assertEquals(9, resync.state().status().revision(), "the newest revision seen is kept");
-
-    CommandResultWithReply<Command, Event, Record, Done> repeat =
-        notice(PodNotice.of(status(PodState.READY, null, T1, 9)));
-    assertTrue(repeat.hasNoEvents(), "re-delivery persists nothing");
-  }
-
-  /**
-   * After Hibernation (rev 5) and a notice rev 7 that changes nothing users see, a delayed notice
-   * rev 6 Ready is stale and ignored: the newest revision seen is kept even when nothing else
-   * changed.
-   */
-  @Test
-  void aNoticeOlderThanTheNewestSeenIsIgnoredEvenWhenTheNewestChangedNothing() {
-    notice(PodNotice.of(status(PodState.HIBERNATION, null, null, 5)));
-    notice(PodNotice.of(status(PodState.HIBERNATION, null, null, 7)));
-
-    CommandResultWithReply<Command, Event, Record, Done> delayed =
-        notice(PodNotice.of(status(PodState.READY, null, T1, 6)));
-
-    assertTrue(
-        delayed.hasNoEvents(),
-        "rev 6 arrived after rev 7 and must be ignored: " + delayed.events());
-    assertEquals(PodState.HIBERNATION, delayed.state().status().state());
-  }
-
-  @Test
-  void theJournalNamesEachLifecycleStep() {
-    PodStatus hibernating = status(PodState.HIBERNATION, null, null, 1);
-    PodStatus ready = status(PodState.READY, null, T1, 2);
-    PodStatus running = status(PodState.RUNNING, 1, T1, 3);
-    PodStatus requeued = status(PodState.READY, null, T1, 4);
-    PodStatus granted = status(PodState.RUNNING, 0, T1, 5);
-    PodStatus released = status(PodState.HIBERNATION, null, null, 6);
-    assertEquals(List.of(new SpecSeen(hibernating)), notice(PodNotice.of(hibernating)).events());
-    assertEquals(List.of(new DemandRaised(ready)), notice(PodNotice.of(ready)).events());
-    assertEquals(List.of(new Granted(running)), notice(PodNotice.of(running)).events());
-    assertEquals(List.of(new Preempted(requeued)), notice(PodNotice.of(requeued)).events());
-    assertEquals(List.of(new Granted(granted)), notice(PodNotice.of(granted)).events());
-    assertEquals(List.of(new Released(released)), notice(PodNotice.of(released)).events());
+    // A catch-up notice carries everything the arbiter keeps: only what is new is recorded.
+    EventNote later = new EventNote("Normal", "GPUShareIdle", "please hibernate", T2);
+    CommandResultWithReply<Command, Event, Record, Done> catchup =
+        notice(
+            new PodNotice(
+                status(PodState.RUNNING, 0, T1, 8),
+                List.of(PREEMPT, later),
+                List.of(RECLAIM),
+                false));
+    assertEquals(List.of(new Noted(8, List.of(later), List.of())), catchup.events());
   }
 
   @Test
   void aDeletedNoticeMarksThePodDeletedOnce() {
-    notice(PodNotice.of(status(PodState.RUNNING, 0, T1, 4)));
+    PodStatus running = status(PodState.RUNNING, 0, T1, 4);
+    notice(PodNotice.of(running));
     PodStatus gone = new PodStatus(KEY, "n1", SPEC, null, null, null, null, 5);
 
     CommandResultWithReply<Command, Event, Record, Done> deleted =
         notice(new PodNotice(gone, List.of(), List.of(), true));
 
-    assertEquals(List.of(new StatusSynced(gone), new Deleted(5)), deleted.events());
+    assertEquals(List.of(new Deleted(5)), deleted.events());
     assertTrue(deleted.state().deleted());
-    assertEquals(gone, deleted.state().status());
+    assertEquals(running, deleted.state().status(), "the spec seen stays");
+    assertEquals(new Heard(KEY, true, 2), heard.stream().reduce((a, b) -> b).orElseThrow());
 
     assertTrue(notice(new PodNotice(gone, List.of(), List.of(), true)).hasNoEvents());
   }
@@ -294,45 +265,73 @@ class PodActorTest {
 
   @Test
   void theListenerHearsOfAChangeOnlyOnceItIsPersisted() {
-    CommandResultWithReply<Command, Event, Record, Done> result =
-        notice(
-            new PodNotice(
-                status(PodState.READY, null, T1, 2),
-                List.of(new EventNote("Normal", "Test", "hello", T1)),
-                List.of(),
-                false));
+    notice(
+        new PodNotice(
+            status(PodState.READY, null, T1, 2),
+            List.of(new EventNote("Normal", "Test", "hello", T1)),
+            List.of(),
+            false));
 
     assertEquals(1, heard.size(), "one notice, one call: " + heard);
-    Heard call = heard.peek();
-    assertEquals(KEY, call.key());
-    assertEquals(result.state(), call.record(), "the listener sees the record after the change");
-    assertEquals(2, call.journalSize(), "both events were in the journal when it was called");
+    assertEquals(
+        new Heard(KEY, false, 2),
+        heard.peek(),
+        "both events were in the journal when it was called");
   }
 
   @Test
-  void aRestartKeepsTheRecord() {
+  void aRestartKeepsTheRecordAndAsksTheArbiterForWhatItMayHaveMissed() {
     notice(
         new PodNotice(
-            status(PodState.RUNNING, 3, T1, 2),
-            List.of(new EventNote("Warning", "GPUSharePreempt", "GPU is preempted from a.", T1)),
-            List.of(
-                new ConditionNote(
-                    "Interruption.GPUShareReclaim",
-                    "True",
-                    "GPUSharePreempt",
-                    "GPU is preempted from a.",
-                    T1)),
+            status(PodState.RUNNING, 3, T1, 2), List.of(PREEMPT), List.of(RECLAIM), false));
+    notice(
+        new PodNotice(
+            status(PodState.HIBERNATION, null, null, 8),
+            List.of(new EventNote("Normal", "GPUShareIdleReleased", "released", T2)),
+            List.of(),
             false));
-    notice(PodNotice.of(status(PodState.HIBERNATION, null, null, 8)));
     Record before = kit.getState();
+    resyncs.clear();
 
     Record after = kit.restart().state();
 
     assertEquals(before, after);
-    assertEquals(PodState.HIBERNATION, after.status().state());
+    assertEquals(8, after.revision());
+    assertEquals(List.of("n1:" + KEY.entityId()), List.copyOf(resyncs));
     assertTrue(
-        notice(PodNotice.of(status(PodState.RUNNING, 3, T1, 2))).hasNoEvents(),
+        notice(
+                new PodNotice(
+                    status(PodState.RUNNING, 3, T1, 5), List.of(), List.of(RECLAIM), false))
+            .hasNoEvents(),
         "the recovered revision still rejects a stale notice");
+  }
+
+  /** Journals written before 0.2 hold a status event per transition: they still recover. */
+  @Test
+  void aJournalOfOlderReleasesRecoversItsStatusEventsAndConditions() {
+    PodStatus ready = status(PodState.READY, null, T1, 2);
+    PodStatus running = status(PodState.RUNNING, 1, T1, 3);
+    kit.initialize(
+        new SpecSeen(status(PodState.HIBERNATION, null, null, 1)),
+        new DemandRaised(ready),
+        new Granted(running),
+        new EventRecorded(PREEMPT),
+        new ConditionSet(RECLAIM));
+    assertEquals(new Record(running, List.of(PREEMPT), List.of(RECLAIM), false, 3), kit.getState());
+
+    CommandResultWithReply<Command, Event, Record, Done> next =
+        notice(
+            new PodNotice(
+                status(PodState.READY, null, T2, 4),
+                List.of(PREEMPT, new EventNote("Warning", "GPUSharePreempted", "by b", T2)),
+                List.of(),
+                false));
+    assertEquals(
+        List.of(
+            new Noted(
+                4, List.of(new EventNote("Warning", "GPUSharePreempted", "by b", T2)), List.of())),
+        next.events());
+    assertEquals(next.state(), kit.restart().state());
   }
 
   // ---- helpers ----

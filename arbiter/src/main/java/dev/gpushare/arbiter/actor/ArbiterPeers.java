@@ -4,54 +4,30 @@ import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.PodStatus;
-import dev.gpushare.arbiter.Share;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.CompletionStage;
-import org.apache.pekko.Done;
 
 /**
- * The actors a {@link NodeArbiter} works with, seen as asynchronous calls: the GPU actors that keep
- * the capacity ledgers (and refuse anything that would break the 100 % invariant), and the pod
- * actors that follow the arbiter's decisions. Node-actors wires them to sharded entities; tests
- * wire them to fakes.
+ * Who hears of a {@link NodeArbiter}'s decisions, after they are durable and off the critical path
+ * of the answer: the views and watchers of a pod, and the pod's own record (its actor). Both calls
+ * are fire-and-forget and must return at once. Node-actors wires them to the change topic and the
+ * pod entities; tests wire them to fakes.
+ *
+ * <p>Delivery is at least once across a crash of either side: the arbiter keeps each pod's latest
+ * Events and conditions in its book ({@code ShareBook.Member}), tells them again after its own
+ * recovery, and answers {@link NodeArbiter.Resync} when a pod's actor recovers. A pod recognises a
+ * notice it already has by its revision and by content.
  */
 public interface ArbiterPeers {
 
-  /** Reserve {@code share} of GPU {@code gpuUuid} for {@code pod} under {@code decisionId}. */
-  CompletionStage<LedgerReply> reserve(String gpuUuid, String decisionId, String pod, Share share);
+  /** {@code pod}'s decision state changed (or it left the node): whoever shows it looks again. */
+  void changed(PodKey pod, boolean deleted);
 
-  /** Free the reservation made under {@code decisionId}; freeing twice is harmless. */
-  CompletionStage<Done> free(String gpuUuid, String decisionId);
-
-  CompletionStage<LedgerSnapshot> ledger(String gpuUuid);
-
-  /** Tell a pod what the arbiter decided; completes once the pod has recorded it. */
-  CompletionStage<Done> notifyPod(PodKey key, PodNotice notice);
-
-  /** A GPU actor's answer to a reservation. */
-  record LedgerReply(boolean reserved, String reason) implements JsonSerializable {
-    public static final LedgerReply RESERVED = new LedgerReply(true, null);
-
-    public static LedgerReply refused(String reason) {
-      return new LedgerReply(false, reason);
-    }
-  }
-
-  /** One reservation in a GPU's ledger. */
-  record LedgerEntry(String pod, Share share) implements JsonSerializable {}
-
-  /** A GPU's ledger: reservations by decision id. */
-  record LedgerSnapshot(String uuid, boolean healthy, Map<String, LedgerEntry> reservations)
-      implements JsonSerializable {
-    public Share used() {
-      return reservations.values().stream().map(LedgerEntry::share).reduce(Share.NONE, Share::plus);
-    }
-  }
+  /** What {@code pod}'s own record keeps: its spec seen, Events and conditions, its removal. */
+  void record(PodKey pod, PodNotice notice);
 
   /**
-   * What a pod is told: its status as the arbiter decided it, Events and conditions to record, and
-   * whether it is gone.
+   * What a pod's record is told: its status as the arbiter decided it (revision = the arbiter's
+   * book revision, for ordering), Events and conditions to record, and whether it is gone.
    */
   record PodNotice(
       PodStatus status,
@@ -60,8 +36,17 @@ public interface ArbiterPeers {
       boolean deleted)
       implements JsonSerializable {
 
+    public PodNotice {
+      events = events == null ? List.of() : List.copyOf(events);
+      conditions = conditions == null ? List.of() : List.copyOf(conditions);
+    }
+
     public static PodNotice of(PodStatus status) {
       return new PodNotice(status, List.of(), List.of(), false);
+    }
+
+    public boolean hasNotes() {
+      return !events.isEmpty() || !conditions.isEmpty();
     }
   }
 }

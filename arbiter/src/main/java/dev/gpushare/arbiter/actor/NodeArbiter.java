@@ -5,33 +5,23 @@ import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.PodNotes.ConditionNote;
+import dev.gpushare.arbiter.PodNotes.EventNote;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.QosConfig;
-import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.SharePolicy;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerEntry;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerReply;
-import dev.gpushare.arbiter.actor.ArbiterPeers.LedgerSnapshot;
 import dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
-import java.util.TreeSet;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
-import java.util.function.Supplier;
-import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -53,20 +43,26 @@ import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
 import org.apache.pekko.persistence.typed.javadsl.SignalHandler;
 
 /**
- * The per-node decision maker (ARCHITECTURE.md §2): owns the ready queue, placement, preemption and
- * static pinning for one node, as a {@link ShareBook} rebuilt from its events.
+ * The per-node decision maker (ARCHITECTURE.md §2) and the single writer of every decision of its
+ * node: entering and leaving the ready queue, grants with their GPU, releases and revocations,
+ * preemptions, pins. Its state is a {@link ShareBook}, rebuilt from its events; invariants 1–3
+ * (ARCHITECTURE.md §6) are properties of that book.
  *
- * <p>A change (demand, release, a pod bound or removed, a config or GPU change, time passing)
- * starts a <em>round</em>: the arbiter decides, one decision at a time, until nothing is left to
- * decide. A grant or a pin is first reserved on the GPU's own actor, which refuses anything that
- * would break the 100 % invariant, and only then persisted; frees and pod notices are sent after
- * the decision is persisted and awaited before the next decision. While a round runs, other
- * commands wait in the stash, and the commands that started it are answered when it ends, so an
- * answer means every consequence is durable and visible. Decision ids make re-delivery harmless.
+ * <p><b>Group commit.</b> A command does not write by itself: it joins the next <em>round</em>. A
+ * round takes every command that arrived since the last one, applies them to the book in order,
+ * then decides until nothing is left to decide (the queue head, a GPU by the placement rule, a
+ * preemption, a pin), and writes all the resulting events in one atomic write. Only then are the
+ * commands answered, each from the book after the write — an answer is the decision itself, and it
+ * is durable. Commands that arrive while a write is in flight wait (Pekko stashes them) and form
+ * the next round, so under load one write carries many decisions.
  *
- * <p>After recovery, before deciding anything new, the arbiter reconciles with its GPU ledgers
- * (frees reservations it never persisted, restores ones that were lost) and tells every pod its
- * status again.
+ * <p><b>Followers.</b> After the write, off the answer's path, {@link ArbiterPeers} hears which
+ * pods changed and what each pod's record must keep (Events, conditions). A pod's actor that missed
+ * it asks again ({@link Resync}); after its own recovery the arbiter tells every pod with notes
+ * again. GPU actors keep only their own facts: nothing here waits for them.
+ *
+ * <p><b>Reads</b> ({@link GetBook}, {@link GetPod}) are answered at once from the book as written,
+ * so a view is one consistent snapshot and never waits for other pods' rounds.
  */
 public final class NodeArbiter
     extends EventSourcedBehavior<NodeArbiter.Command, NodeArbiter.Event, ShareBook> {
@@ -97,8 +93,7 @@ public final class NodeArbiter
    * telemetry rules: {@code idle}, {@code memory}) only a Running pod is released, and {@code note}
    * is the Event the pod gets.
    */
-  public record Release(
-      String pod, String reason, PodNotes.EventNote note, ActorRef<Outcome> replyTo)
+  public record Release(String pod, String reason, EventNote note, ActorRef<Outcome> replyTo)
       implements Command {
     /** The pod's own release (the data plane's DELETE .../demand). */
     public Release(String pod, ActorRef<Outcome> replyTo) {
@@ -118,26 +113,55 @@ public final class NodeArbiter
   /** Look again now (time has passed); {@code replyTo} may be {@code null} (a timer). */
   public record Tick(ActorRef<Outcome> replyTo) implements Command {}
 
+  /** The whole book, as written. */
   public record GetBook(ActorRef<BookView> replyTo) implements Command {}
+
+  /** One pod's decision state, as written: answered with its {@link Outcome} or NOT_FOUND. */
+  public record GetPod(String pod, ActorRef<Outcome> replyTo) implements Command {}
+
+  /**
+   * A pod's actor recovered and may have missed a notice: tell it its status and the Events and
+   * conditions the book keeps for it. Unknown pods are ignored.
+   */
+  public record Resync(String pod) implements Command {}
 
   /** The book as of {@code now}, and when the arbiter must look again by itself. */
   public record BookView(ShareBook book, Instant now, Instant nextTimer)
       implements JsonSerializable {}
 
   /**
-   * The answer to a command once its round has ended: the pod's status (for pod commands), or an
+   * The answer to a command once its round is written, or to a read: the pod's status, 1-based
+   * queue position (Ready only) and the arbiter's time of the answer — all from one book — or an
    * error. {@code error} is one of {@code NOT_FOUND}, {@code CONFLICT}.
    */
-  public record Outcome(PodStatus status, String error, String detail) implements JsonSerializable {
-    public static final Outcome DONE = new Outcome(null, null, null);
+  public record Outcome(
+      PodStatus status, Integer queuePosition, Instant at, String error, String detail)
+      implements JsonSerializable {
+    public static final Outcome DONE = new Outcome(null, null, null, null, null);
 
     public boolean ok() {
       return error == null;
     }
+
+    public static Outcome of(ShareBook book, String pod, Instant at) {
+      return book.status(pod)
+          .map(s -> new Outcome(s, book.queue().position(pod).orElse(null), at, null, null))
+          .orElse(notFound("pod " + pod + " is not bound to node " + book.node()));
+    }
+
+    static Outcome notFound(String detail) {
+      return new Outcome(null, null, null, "NOT_FOUND", detail);
+    }
+
+    static Outcome conflict(PodStatus status, String detail) {
+      return new Outcome(status, null, null, "CONFLICT", detail);
+    }
   }
 
-  /** The result of an asynchronous step, back in the actor. */
-  private record StepDone(Step step, Object result, Throwable failure) implements Command {}
+  /** Start the next round (sent to itself; never from outside). */
+  private enum Flush implements Command {
+    INSTANCE
+  }
 
   // ---- events ----
 
@@ -151,19 +175,22 @@ public final class NodeArbiter
 
   public record PodRemoved(String pod, Instant at) implements Event {}
 
+  /** Hibernation → Ready. A demand granted in the same decision writes only its {@link Granted}. */
   public record Enqueued(String pod, Instant at) implements Event {}
 
   public record Withdrawn(String pod, Instant at) implements Event {}
 
+  /** → Running on {@code gpu}: from the queue head, or straight from Hibernation. */
   public record Granted(String decisionId, String pod, int gpu, Instant at) implements Event {}
 
   /**
    * @param reason null when the pod released its share itself; {@code idle} or {@code memory} when
    *     the telemetry rules took it back (added in 0.1: older events read as null)
+   * @param note the Event the pod gets for a revocation (added in 0.2: older events read as null)
    */
-  public record Released(String pod, Instant at, String reason) implements Event {
+  public record Released(String pod, Instant at, String reason, EventNote note) implements Event {
     public Released(String pod, Instant at) {
-      this(pod, at, null);
+      this(pod, at, null, null);
     }
   }
 
@@ -173,40 +200,6 @@ public final class NodeArbiter
   public record Pinned(String decisionId, String pod, int gpu, Instant at) implements Event {}
 
   public record PinDeferred(String pod, String message, Instant at) implements Event {}
-
-  // ---- steps of a round ----
-
-  private sealed interface Step {}
-
-  /**
-   * Reserve on the GPU for a grant or a pin. {@code enqueued} is set for a demand granted at once:
-   * its {@code Enqueued} is not persisted yet, and is persisted together with the grant (or alone,
-   * if the GPU refuses).
-   */
-  private record Reserve(
-      ShareBook.Decision decision, String decisionId, String uuid, Share share, Enqueued enqueued)
-      implements Step {
-    Reserve(ShareBook.Decision decision, String decisionId, String uuid, Share share) {
-      this(decision, decisionId, uuid, share, null);
-    }
-  }
-
-  /** A decision that needs no reservation (preemption, fragmentation report). */
-  private record Persist(ShareBook.Decision decision) implements Step {}
-
-  /** Fetch every ledger and repair differences. */
-  private record CheckLedgers() implements Step {}
-
-  /** Something to carry out after a persisted decision (a free, a pod notice). */
-  private record Fire(String what, Supplier<CompletionStage<?>> action) implements Step {}
-
-  /**
-   * Consecutive fires of the outbox, sent together: they go to different entities (or, to one
-   * entity, in order) and none depends on another's answer; all are awaited before the next step.
-   */
-  private record Fires(List<Fire> fires) implements Step {}
-
-  private record Waiter(ActorRef<Outcome> replyTo, String pod) {}
 
   public static PersistenceId persistenceId(String node) {
     return PersistenceId.of("NodeArbiter", node, "|");
@@ -248,19 +241,12 @@ public final class NodeArbiter
   private final ActorContext<Command> ctx;
   private final TimerScheduler<Command> timers;
 
-  // A round's progress: lives only in this incarnation; a crash restarts from the journal.
-  private final Deque<Step> outbox = new ArrayDeque<>();
-  private final List<Waiter> waiters = new ArrayList<>();
-  private boolean busy;
-  private boolean ledgersChecked;
-  private int refusals;
-  // The book after the latest persisted event: what notices tell pods.
-  private ShareBook latest;
-  // For metrics (System.nanoTime): when each stashed command arrived, when the command being
-  // handled arrived, and the arrivals of the commands the current round answers when it ends.
-  private final Map<Command, Long> stashedAt = new IdentityHashMap<>();
-  private long arrived;
-  private final List<Long> roundArrivals = new ArrayList<>();
+  /** Commands waiting for the next round, with their arrival (System.nanoTime, for metrics). */
+  private List<Arrival> pending = new ArrayList<>();
+
+  private boolean flushQueued;
+
+  private record Arrival(Command command, long at) {}
 
   private NodeArbiter(
       String node,
@@ -307,8 +293,15 @@ public final class NodeArbiter
                       node,
                       ctx.getSystem().address(),
                       lastSequenceNumber(ctx));
-              latest = book;
-              ledgersChecked = false;
+              // What the previous incarnation wrote may not have reached its followers.
+              book.members()
+                  .forEach(
+                      (pod, m) -> {
+                        peers.changed(m.key(), false);
+                        if (!m.events().isEmpty() || !m.conditions().isEmpty()) {
+                          peers.record(m.key(), resyncNotice(book, m));
+                        }
+                      });
               ctx.getSelf().tell(new Tick(null));
             })
         .onSignal(
@@ -336,164 +329,304 @@ public final class NodeArbiter
 
   @Override
   public CommandHandler<Command, Event, ShareBook> commandHandler() {
-    return newCommandHandlerBuilder()
-        .forAnyState()
-        .onCommand(StepDone.class, this::onStepDone)
-        .onAnyCommand(this::onCommand);
+    return newCommandHandlerBuilder().forAnyState().onAnyCommand(this::onCommand);
   }
 
   private Effect<Event, ShareBook> onCommand(ShareBook book, Command command) {
     if (command instanceof GetBook get) {
-      // Answered at once, even during a round: the book is what is persisted, and a reader
-      // (the API's views) must not wait for other pods' decisions.
       Instant now = clock.now();
       get.replyTo().tell(new BookView(book, now, book.nextTimer(now).orElse(null)));
       return Effect().none();
     }
-    if (busy) {
-      stashedAt.putIfAbsent(command, System.nanoTime());
-      return Effect().stash();
-    }
-    Long stashed = stashedAt.remove(command);
-    arrived = stashed != null ? stashed : System.nanoTime();
-    if (command instanceof Tick tick) {
-      return round(Effect().none(), tick.replyTo(), null);
-    }
-    if (command instanceof SetGpus set) {
-      if (set.gpus().equals(book.gpus())) {
-        return round(Effect().none(), set.replyTo(), null);
-      }
-      String stranded = strandedBy(book, set.gpus());
-      if (stranded != null) {
-        set.replyTo().tell(new Outcome(null, "CONFLICT", stranded));
-        return Effect().none();
-      }
-      return round(Effect().persist(new GpusSet(set.gpus())), set.replyTo(), null);
-    }
-    if (command instanceof ApplyPolicy apply) {
-      if (apply.policy() == book.policy() && apply.qos().equals(book.qos())) {
-        return round(Effect().none(), apply.replyTo(), null);
-      }
-      return round(
-          Effect().persist(new PolicyApplied(apply.policy(), apply.qos())), apply.replyTo(), null);
-    }
-    if (command instanceof AddPod add) {
-      String pod = add.key().entityId();
-      if (book.isMember(pod)) {
-        return round(Effect().none(), add.replyTo(), pod);
-      }
-      outbox.add(notice(pod, List.of(), List.of()));
-      return round(Effect().persist(new PodAdded(add.key(), add.spec())), add.replyTo(), pod);
-    }
-    if (command instanceof RemovePod remove) {
-      return onRemove(book, remove.pod(), remove.replyTo());
-    }
-    if (command instanceof Demand demand) {
-      return onDemand(book, demand);
-    }
-    if (command instanceof Release release) {
-      return onRelease(book, release);
-    }
-    if (command instanceof Reconcile reconcile) {
-      return onReconcile(book, reconcile);
-    }
-    throw new IllegalArgumentException("unexpected command " + command);
-  }
-
-  private Effect<Event, ShareBook> onRemove(ShareBook book, String pod, ActorRef<Outcome> replyTo) {
-    if (!book.isMember(pod)) {
-      return round(Effect().none(), replyTo, null);
-    }
-    afterRemoval(book, pod);
-    return round(persistCounted(book, new PodRemoved(pod, clock.now())), replyTo, null);
-  }
-
-  /** What follows a pod's removal: its share freed, the pod told it is gone. */
-  private void afterRemoval(ShareBook book, String pod) {
-    PodKey key = book.members().get(pod).key();
-    ShareBook.Holding held = book.holdings().get(pod);
-    if (held != null) {
-      outbox.add(free(book, held));
-    }
-    PodStatus gone =
-        new PodStatus(
-            key, node, book.members().get(pod).spec(), null, null, null, null, book.revision() + 1);
-    outbox.add(
-        new Fire(
-            "tell " + pod + " it is deleted",
-            () -> peers.notifyPod(key, new PodNotice(gone, List.of(), List.of(), true))));
-  }
-
-  private Effect<Event, ShareBook> onDemand(ShareBook book, Demand demand) {
-    String pod = demand.pod();
-    Outcome refused = refuseUnlessSharePool(book, pod, "raise demand for");
-    if (refused != null) {
-      demand.replyTo().tell(refused);
+    if (command instanceof GetPod get) {
+      get.replyTo().tell(Outcome.of(book, get.pod(), clock.now()));
       return Effect().none();
     }
-    if (book.state(pod) != PodState.HIBERNATION) {
-      return round(Effect().none(), demand.replyTo(), pod);
-    }
-    Instant now = clock.now();
-    Enqueued enqueued = new Enqueued(pod, now);
-    Reserve immediate = immediateGrant(book, enqueued, now);
-    if (immediate != null) {
-      // The pod would be granted by the very next decision: reserve first, then persist its
-      // Enqueued and Granted in one write, and tell the pod once (Hibernation → Running).
-      join(demand.replyTo(), pod);
-      start(immediate);
+    if (command instanceof Resync resync) {
+      ShareBook.Member m = book.members().get(resync.pod());
+      if (m != null) {
+        peers.record(m.key(), resyncNotice(book, m));
+      }
       return Effect().none();
     }
-    outbox.add(notice(pod, List.of(), List.of()));
-    return round(persistCounted(book, enqueued), demand.replyTo(), pod);
+    if (command == Flush.INSTANCE) {
+      return round(book);
+    }
+    pending.add(new Arrival(command, System.nanoTime()));
+    if (!flushQueued) {
+      // Behind whatever is already in the mailbox (or stashed during a write): those join too.
+      flushQueued = true;
+      ctx.getSelf().tell(Flush.INSTANCE);
+    }
+    return Effect().none();
   }
 
-  /**
-   * The reservation for {@code enqueued}'s pod when, once queued, it is what the arbiter would
-   * decide next (a grant of this pod) and nothing else is pending; otherwise null. Same decision,
-   * same decision id as the ordinary path (enqueue, then decide): only the writes are fewer.
-   */
-  private Reserve immediateGrant(ShareBook book, Enqueued enqueued, Instant now) {
-    if (!ledgersChecked || !outbox.isEmpty()) {
-      return null;
+  /** Decides every pending command and what follows, writes it all at once, then answers. */
+  private Effect<Event, ShareBook> round(ShareBook before) {
+    flushQueued = false;
+    List<Arrival> batch = pending;
+    pending = new ArrayList<>();
+    Round round = new Round(before, clock.now());
+    for (Arrival a : batch) {
+      round.handle(a.command());
     }
-    ShareBook queued = apply(book, enqueued);
-    Optional<ShareBook.Decision> next = queued.next(now, choice);
-    if (next.isEmpty()
-        || !(next.get() instanceof ShareBook.Grant grant)
-        || !grant.pod().equals(enqueued.pod())) {
-      return null;
-    }
-    return new Reserve(
-        grant,
-        queued.nextDecisionId(),
-        queued.slot(grant.gpu()).orElseThrow().uuid(),
-        queued.members().get(grant.pod()).spec().limits(),
-        enqueued);
-  }
-
-  private Effect<Event, ShareBook> onRelease(ShareBook book, Release release) {
-    String pod = release.pod();
-    Outcome refused = refuseUnlessSharePool(book, pod, "release");
-    if (refused != null) {
-      release.replyTo().tell(refused);
+    round.decide();
+    if (round.events.isEmpty()) {
+      round.finish(before, batch);
       return Effect().none();
     }
-    PodState state = book.state(pod);
-    if (state == PodState.READY && release.reason() == null) {
-      outbox.add(notice(pod, List.of(), List.of()));
-      return round(persistCounted(book, new Withdrawn(pod, clock.now())), release.replyTo(), pod);
+    return Effect().persist(round.events).thenRun(after -> round.finish(after, batch));
+  }
+
+  /** One round: the book as it goes, the events to write, the answers and notices to send after. */
+  private final class Round {
+    ShareBook book;
+    final Instant now;
+    final List<Event> events = new ArrayList<>();
+    private final List<Answer> answers = new ArrayList<>();
+    // Pods this round touched, in order: their key, notes, and whether they left the node.
+    private final Map<String, Touched> touched = new LinkedHashMap<>();
+    private final List<Runnable> counted = new ArrayList<>();
+
+    Round(ShareBook book, Instant now) {
+      this.book = book;
+      this.now = now;
     }
-    if (state == PodState.RUNNING) {
-      outbox.add(free(book, book.holdings().get(pod)));
-      outbox.add(
-          notice(pod, release.note() == null ? List.of() : List.of(release.note()), List.of()));
-      return round(
-          persistCounted(book, new Released(pod, clock.now(), release.reason())),
-          release.replyTo(),
-          pod);
+
+    private record Answer(ActorRef<Outcome> replyTo, String pod, Outcome fixed) {}
+
+    private final class Touched {
+      final PodKey key;
+      final List<EventNote> events = new ArrayList<>();
+      final List<ConditionNote> conditions = new ArrayList<>();
+      boolean added;
+      boolean removed;
+      PodStatus last;
+
+      Touched(PodKey key) {
+        this.key = key;
+      }
     }
-    return round(Effect().none(), release.replyTo(), pod);
+
+    void handle(Command command) {
+      if (command instanceof Tick tick) {
+        answer(tick.replyTo(), null, Outcome.DONE);
+      } else if (command instanceof SetGpus set) {
+        String stranded = set.gpus().equals(book.gpus()) ? null : strandedBy(book, set.gpus());
+        if (stranded != null) {
+          answer(set.replyTo(), null, Outcome.conflict(null, stranded));
+          return;
+        }
+        if (!set.gpus().equals(book.gpus())) {
+          write(new GpusSet(set.gpus()));
+        }
+        answer(set.replyTo(), null, Outcome.DONE);
+      } else if (command instanceof ApplyPolicy apply) {
+        if (apply.policy() != book.policy() || !apply.qos().equals(book.qos())) {
+          write(new PolicyApplied(apply.policy(), apply.qos()));
+        }
+        answer(apply.replyTo(), null, Outcome.DONE);
+      } else if (command instanceof AddPod add) {
+        String pod = add.key().entityId();
+        if (!book.isMember(pod)) {
+          write(new PodAdded(add.key(), add.spec()));
+        }
+        answer(add.replyTo(), pod, null);
+      } else if (command instanceof RemovePod remove) {
+        if (book.isMember(remove.pod())) {
+          write(new PodRemoved(remove.pod(), now));
+        }
+        answer(remove.replyTo(), null, Outcome.DONE);
+      } else if (command instanceof Demand demand) {
+        demand(demand);
+      } else if (command instanceof Release release) {
+        release(release);
+      } else if (command instanceof Reconcile reconcile) {
+        reconcile(reconcile);
+      } else {
+        throw new IllegalArgumentException("unexpected command " + command);
+      }
+    }
+
+    private void demand(Demand demand) {
+      String pod = demand.pod();
+      Outcome refused = refuseUnlessSharePool(book, pod, "raise demand for");
+      if (refused != null) {
+        answer(demand.replyTo(), null, refused);
+        return;
+      }
+      if (book.state(pod) == PodState.HIBERNATION) {
+        // A demand the very next decision would grant (nobody waits, a GPU fits) is that grant
+        // alone: same decision, same decision id, one event instead of Enqueued + Granted.
+        Enqueued enqueued = new Enqueued(pod, now);
+        ShareBook queued = apply(book, enqueued);
+        Optional<ShareBook.Decision> next =
+            book.queue().isEmpty() ? queued.next(now, choice) : null;
+        if (next != null
+            && next.isPresent()
+            && next.get() instanceof ShareBook.Grant grant
+            && grant.pod().equals(pod)) {
+          write(new Granted(book.nextDecisionId(), pod, grant.gpu(), now));
+        } else {
+          write(enqueued);
+        }
+      }
+      answer(demand.replyTo(), pod, null);
+    }
+
+    private void release(Release release) {
+      String pod = release.pod();
+      Outcome refused = refuseUnlessSharePool(book, pod, "release");
+      if (refused != null) {
+        answer(release.replyTo(), null, refused);
+        return;
+      }
+      PodState state = book.state(pod);
+      if (state == PodState.READY && release.reason() == null) {
+        write(new Withdrawn(pod, now));
+      } else if (state == PodState.RUNNING) {
+        write(new Released(pod, now, release.reason(), release.note()));
+      }
+      answer(release.replyTo(), pod, null);
+    }
+
+    private void reconcile(Reconcile reconcile) {
+      Map<String, BoundPod> bound = new HashMap<>();
+      reconcile.bound().forEach(b -> bound.put(b.key().entityId(), b));
+      for (String pod : List.copyOf(book.members().keySet())) {
+        if (!bound.containsKey(pod)) {
+          write(new PodRemoved(pod, now));
+        }
+      }
+      for (BoundPod b : reconcile.bound()) {
+        if (!book.isMember(b.key().entityId())) {
+          write(new PodAdded(b.key(), b.spec()));
+        }
+      }
+      answer(reconcile.replyTo(), null, Outcome.DONE);
+    }
+
+    /** Decides until nothing is left to decide (SPEC §5, §6). */
+    void decide() {
+      int guard = 4 * (book.members().size() + 2);
+      for (Optional<ShareBook.Decision> d = book.next(now, choice);
+          d.isPresent();
+          d = book.next(now, choice)) {
+        if (guard-- == 0) {
+          ctx.getLog().error("node {}: arbitration does not settle; stopping this round", node);
+          return;
+        }
+        ShareBook.Decision decision = d.get();
+        if (decision instanceof ShareBook.Grant g) {
+          write(new Granted(book.nextDecisionId(), g.pod(), g.gpu(), now));
+        } else if (decision instanceof ShareBook.Preempt p) {
+          PodKey preemptor = book.members().get(p.pod()).key();
+          List<PodKey> victims =
+              p.victims().stream().map(v -> book.members().get(v).key()).toList();
+          ctx.getLog()
+              .info("node {}: {} preempts {} on GPU {}", node, p.pod(), p.victims(), p.gpu());
+          write(new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), p.victims(), now));
+          counted.add(() -> metrics.preempted(node, preemptor, victims));
+        } else if (decision instanceof ShareBook.Pin pin) {
+          write(new Pinned(book.nextDecisionId(), pin.pod(), pin.gpu(), now));
+        } else if (decision instanceof ShareBook.ReportFragmented r) {
+          write(new PinDeferred(r.pod(), r.message(), now));
+        }
+      }
+    }
+
+    private void write(Event event) {
+      ShareBook before = book;
+      notesOf(before, event)
+          .forEach(
+              (pod, notes) -> {
+                Touched t = touch(before, event, pod);
+                t.events.addAll(notes.events());
+                t.conditions.addAll(notes.conditions());
+              });
+      for (String pod : podsOf(event)) {
+        Touched t = touch(before, event, pod);
+        if (event instanceof PodAdded) {
+          t.added = true;
+        }
+        if (event instanceof PodRemoved) {
+          t.removed = true;
+          t.last = before.status(pod).orElse(null);
+        }
+      }
+      events.add(event);
+      book = apply(before, event);
+      String kind = kindOf(event);
+      if (kind != null) {
+        counted.add(() -> metrics.decided(node, kind));
+      }
+      if (event instanceof PodRemoved r && before.members().get(r.pod()) != null) {
+        PodKey gone = before.members().get(r.pod()).key();
+        counted.add(() -> metrics.podRemoved(node, gone));
+      }
+    }
+
+    private Touched touch(ShareBook before, Event event, String pod) {
+      return touched.computeIfAbsent(
+          pod,
+          p ->
+              new Touched(
+                  event instanceof PodAdded added ? added.key() : before.members().get(p).key()));
+    }
+
+    private void answer(ActorRef<Outcome> replyTo, String pod, Outcome fixed) {
+      if (replyTo != null) {
+        answers.add(new Answer(replyTo, pod, fixed));
+      }
+    }
+
+    /** After the write (or at once when nothing was written): answers, followers, timers. */
+    void finish(ShareBook written, List<Arrival> batch) {
+      counted.forEach(Runnable::run);
+      long end = System.nanoTime();
+      for (Arrival a : batch) {
+        metrics.roundEnded(node, Duration.ofNanos(end - a.at()));
+      }
+      for (Answer a : answers) {
+        a.replyTo().tell(a.fixed() != null ? a.fixed() : Outcome.of(written, a.pod(), now));
+      }
+      touched.forEach(
+          (pod, t) -> {
+            if (t.removed && !written.isMember(pod)) {
+              PodStatus gone =
+                  t.last == null
+                      ? null
+                      : new PodStatus(
+                          t.key, node, t.last.spec(), null, null, null, null, written.revision());
+              peers.record(t.key, new PodNotice(gone, t.events, t.conditions, true));
+              peers.changed(t.key, true);
+              return;
+            }
+            PodStatus status = written.status(pod).orElse(null);
+            if (status == null) {
+              return;
+            }
+            if (t.added || !t.events.isEmpty() || !t.conditions.isEmpty()) {
+              peers.record(t.key, new PodNotice(status, t.events, t.conditions, false));
+            }
+            peers.changed(t.key, false);
+          });
+      timers.cancel("look-again");
+      if (!clock.manual()) {
+        written
+            .nextTimer(now)
+            .ifPresent(
+                at ->
+                    timers.startSingleTimer(
+                        "look-again", new Tick(null), Duration.between(now, at).plusMillis(1)));
+      }
+    }
+  }
+
+  /** Everything the book keeps for {@code m}, for a pod that may have missed it. */
+  private static PodNotice resyncNotice(ShareBook book, ShareBook.Member m) {
+    return new PodNotice(
+        book.status(m.key().entityId()).orElse(null), m.events(), m.conditions(), false);
   }
 
   /** Why a new GPU list would strand a holding (its GPU gone or another device), or null. */
@@ -519,7 +652,7 @@ public final class NodeArbiter
 
   private Outcome refuseUnlessSharePool(ShareBook book, String pod, String what) {
     if (!book.isMember(pod)) {
-      return new Outcome(null, "NOT_FOUND", "pod " + pod + " is not bound to node " + node);
+      return Outcome.notFound("pod " + pod + " is not bound to node " + node);
     }
     if (!book.isSharePoolPod(pod)) {
       PodSharing spec = book.members().get(pod).spec();
@@ -529,419 +662,104 @@ public final class NodeArbiter
               : spec.policy() == SharePolicy.STATIC
                   ? "it is a static pod, pinned for its whole life (no demand or release)"
                   : "node " + node + " has policy " + book.policy() + ", not share-pool";
-      return new Outcome(
+      return Outcome.conflict(
           book.status(pod).orElse(null),
-          "CONFLICT",
           "cannot " + what + " pod " + book.members().get(pod).key().ref() + ": " + why);
     }
     return null;
   }
 
-  private Effect<Event, ShareBook> onReconcile(ShareBook book, Reconcile reconcile) {
-    Map<String, BoundPod> bound = new HashMap<>();
-    reconcile.bound().forEach(b -> bound.put(b.key().entityId(), b));
-    List<Event> events = new ArrayList<>();
-    Instant now = clock.now();
-    for (String pod : book.members().keySet()) {
-      if (!bound.containsKey(pod)) {
-        afterRemoval(book, pod);
-        events.add(new PodRemoved(pod, now));
-      }
-    }
-    for (BoundPod b : reconcile.bound()) {
-      if (!book.isMember(b.key().entityId())) {
-        events.add(new PodAdded(b.key(), b.spec()));
-      }
-    }
-    // Every pod hears its status again once the ledgers are checked.
-    ledgersChecked = false;
-    return round(
-        events.isEmpty()
-            ? Effect().none()
-            : Effect().persist(events).thenRun(b -> events.forEach(e -> count(book, e))),
-        reconcile.replyTo(),
-        null);
-  }
-
-  // ---- rounds ----
-
-  /** Runs {@code effect}, then continues the round; {@code replyTo} is answered when it ends. */
-  private Effect<Event, ShareBook> round(
-      org.apache.pekko.persistence.typed.javadsl.EffectBuilder<Event, ShareBook> effect,
-      ActorRef<Outcome> replyTo,
-      String pod) {
-    join(replyTo, pod);
-    return effect.thenRun(this::proceed).thenUnstashAll();
-  }
-
-  /** Starts a round for the command being handled: {@code replyTo} is answered when it ends. */
-  private void join(ActorRef<Outcome> replyTo, String pod) {
-    if (replyTo != null) {
-      waiters.add(new Waiter(replyTo, pod));
-    }
-    roundArrivals.add(arrived);
-    refusals = 0;
-  }
-
-  private void proceed(ShareBook book) {
-    latest = book;
-    if (busy) {
-      return;
-    }
-    if (!ledgersChecked) {
-      start(new CheckLedgers());
-      return;
-    }
-    if (!outbox.isEmpty()) {
-      Step head = outbox.poll();
-      if (head instanceof Fire first && outbox.peek() instanceof Fire) {
-        List<Fire> fires = new ArrayList<>(List.of(first));
-        while (outbox.peek() instanceof Fire f) {
-          fires.add(f);
-          outbox.poll();
-        }
-        head = new Fires(fires);
-      }
-      start(head);
-      return;
-    }
-    Instant now = clock.now();
-    Optional<ShareBook.Decision> next = refusals > 3 ? Optional.empty() : book.next(now, choice);
-    if (next.isEmpty()) {
-      settle(book, now);
-      return;
-    }
-    ShareBook.Decision decision = next.get();
-    if (decision instanceof ShareBook.Grant grant) {
-      Share limits = book.members().get(grant.pod()).spec().limits();
-      start(
-          new Reserve(
-              decision,
-              book.nextDecisionId(),
-              book.slot(grant.gpu()).orElseThrow().uuid(),
-              limits));
-    } else if (decision instanceof ShareBook.Pin pin) {
-      Share requests = book.members().get(pin.pod()).spec().requests();
-      start(
-          new Reserve(
-              decision,
-              book.nextDecisionId(),
-              book.slot(pin.gpu()).orElseThrow().uuid(),
-              requests));
-    } else {
-      start(new Persist(decision));
-    }
-  }
-
-  private void start(Step step) {
-    busy = true;
-    CompletionStage<?> stage;
-    try {
-      stage = run(step);
-    } catch (RuntimeException e) {
-      stage = CompletableFuture.failedFuture(e);
-    }
-    ctx.pipeToSelf(stage, (result, failure) -> new StepDone(step, result, failure));
-  }
-
-  private CompletionStage<?> run(Step step) {
-    if (step instanceof Reserve r) {
-      String pod =
-          r.decision() instanceof ShareBook.Grant g
-              ? g.pod()
-              : ((ShareBook.Pin) r.decision()).pod();
-      return peers.reserve(r.uuid(), r.decisionId(), pod, r.share());
-    }
-    if (step instanceof CheckLedgers) {
-      List<CompletableFuture<LedgerSnapshot>> fetches = new ArrayList<>();
-      for (ShareBook.GpuSlot slot : latest.gpus()) {
-        fetches.add(peers.ledger(slot.uuid()).toCompletableFuture());
-      }
-      return CompletableFuture.allOf(fetches.toArray(CompletableFuture[]::new))
-          .thenApply(v -> fetches.stream().map(CompletableFuture::join).toList());
-    }
-    if (step instanceof Fire f) {
-      return f.action().get();
-    }
-    if (step instanceof Fires fs) {
-      List<CompletableFuture<?>> sent = new ArrayList<>();
-      for (Fire f : fs.fires()) {
-        CompletableFuture<?> one;
-        try {
-          one = f.action().get().toCompletableFuture();
-        } catch (RuntimeException e) {
-          one = CompletableFuture.failedFuture(e);
-        }
-        // Each failure is reported on its own; the others still count as done.
-        sent.add(
-            one.handle(
-                (r, e) -> {
-                  if (e != null) {
-                    ctx.getLog().warn("node {}: step failed: {}", node, f.what(), e);
-                  }
-                  return null;
-                }));
-      }
-      return CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new));
-    }
-    return CompletableFuture.completedFuture(null);
-  }
-
-  private Effect<Event, ShareBook> onStepDone(ShareBook book, StepDone done) {
-    busy = false;
-    Step step = done.step();
-    if (step instanceof CheckLedgers && done.failure() != null) {
-      ctx.getLog().warn("node {}: cannot read the GPU ledgers; retrying", node, done.failure());
-      timers.startSingleTimer("look-again", new Tick(null), Duration.ofSeconds(1));
-      return Effect().none().thenUnstashAll();
-    }
-    if (step instanceof CheckLedgers) {
-      @SuppressWarnings("unchecked")
-      List<LedgerSnapshot> ledgers = (List<LedgerSnapshot>) done.result();
-      repair(book, ledgers);
-      return Effect().none().thenRun(this::proceed).thenUnstashAll();
-    }
-    if (done.failure() != null) {
-      ctx.getLog().warn("node {}: step failed: {}", node, describe(step), done.failure());
-      if (step instanceof Reserve r) {
-        // The reservation's fate is unknown: the ledger check will free or keep it.
-        ledgersChecked = false;
-        refusals++;
-        if (r.enqueued() != null) {
-          return enqueueInstead(book, r);
-        }
-      }
-      return Effect().none().thenRun(this::proceed).thenUnstashAll();
-    }
-    if (step instanceof Reserve r) {
-      return onReserved(book, r, (LedgerReply) done.result());
-    }
-    if (step instanceof Persist p) {
-      return persistDecision(book, p.decision());
-    }
-    return Effect().none().thenRun(this::proceed).thenUnstashAll();
-  }
-
-  private Effect<Event, ShareBook> onReserved(ShareBook book, Reserve r, LedgerReply reply) {
-    Instant now = clock.now();
-    if (!reply.reserved()) {
-      ctx.getLog()
-          .warn("node {}: GPU {} refused {}: {}", node, r.uuid(), r.decisionId(), reply.reason());
-      refusals++;
-      ledgersChecked = false;
-      if (r.enqueued() != null) {
-        return enqueueInstead(book, r);
-      }
-      return Effect().none().thenRun(this::proceed).thenUnstashAll();
-    }
-    refusals = 0;
-    if (r.decision() instanceof ShareBook.Grant g) {
-      outbox.add(notice(g.pod(), List.of(), List.of()));
-      Granted granted = new Granted(r.decisionId(), g.pod(), g.gpu(), now);
-      if (r.enqueued() != null) {
-        List<Event> both = List.of(r.enqueued(), granted);
-        return Effect()
-            .persist(both)
-            .thenRun(after -> both.forEach(e -> count(book, e)))
-            .thenRun(this::proceed)
-            .thenUnstashAll();
-      }
-      return persistCounted(book, granted).thenRun(this::proceed).thenUnstashAll();
-    }
-    ShareBook.Pin pin = (ShareBook.Pin) r.decision();
-    outbox.add(
-        notice(pin.pod(), List.of(), List.of(PodNotes.pinnedCondition(pin.gpu(), r.uuid(), now))));
-    return persistCounted(book, new Pinned(r.decisionId(), pin.pod(), pin.gpu(), now))
-        .thenRun(this::proceed)
-        .thenUnstashAll();
-  }
-
-  /** An immediate grant did not happen: the demand is queued as usual, and the round goes on. */
-  private Effect<Event, ShareBook> enqueueInstead(ShareBook book, Reserve r) {
-    outbox.add(notice(r.enqueued().pod(), List.of(), List.of()));
-    return persistCounted(book, r.enqueued()).thenRun(this::proceed).thenUnstashAll();
-  }
-
-  private Effect<Event, ShareBook> persistDecision(ShareBook book, ShareBook.Decision decision) {
-    Instant now = clock.now();
-    if (decision instanceof ShareBook.Preempt p) {
-      PodKey preemptor = book.members().get(p.pod()).key();
-      List<PodNotes.EventNote> preemptorEvents = new ArrayList<>();
-      List<PodNotes.ConditionNote> preemptorConditions = new ArrayList<>();
-      for (String victim : p.victims()) {
-        PodKey victimKey = book.members().get(victim).key();
-        outbox.add(free(book, book.holdings().get(victim)));
-        outbox.add(
-            notice(
-                victim,
-                List.of(PodNotes.victimEvent(preemptor, now)),
-                List.of(PodNotes.victimCondition(preemptor, now))));
-        preemptorEvents.add(PodNotes.preemptorEvent(victimKey, now));
-        preemptorConditions.add(PodNotes.preemptorCondition(victimKey, now));
-      }
-      outbox.add(notice(p.pod(), preemptorEvents, preemptorConditions));
-      ctx.getLog().info("node {}: {} preempts {} on GPU {}", node, p.pod(), p.victims(), p.gpu());
-      List<PodKey> victimKeys = p.victims().stream().map(v -> book.members().get(v).key()).toList();
-      return persistCounted(
-              book, new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), p.victims(), now))
-          .thenRun(b -> metrics.preempted(node, preemptor, victimKeys))
-          .thenRun(this::proceed)
-          .thenUnstashAll();
-    }
-    ShareBook.ReportFragmented r = (ShareBook.ReportFragmented) decision;
-    outbox.add(
-        notice(
-            r.pod(),
-            List.of(PodNotes.fragmentedEvent(r.message(), now)),
-            List.of(PodNotes.fragmentedCondition(r.message(), now))));
-    return persistCounted(book, new PinDeferred(r.pod(), r.message(), now))
-        .thenRun(this::proceed)
-        .thenUnstashAll();
-  }
-
-  /**
-   * Reconciliation with the GPU ledgers. The arbiter's journal is the authority on who holds what:
-   * a reservation it never persisted (a crash between the GPU's answer and the grant's persistence)
-   * is freed, and a holding the ledger lacks is reserved again. Then every pod is told its status,
-   * so pods that missed a notice catch up.
-   */
-  private void repair(ShareBook book, List<LedgerSnapshot> ledgers) {
-    Map<String, LedgerSnapshot> byUuid = new HashMap<>();
-    ledgers.forEach(l -> byUuid.put(l.uuid(), l));
-    Set<String> held = new TreeSet<>();
-    for (ShareBook.Holding h : book.holdings().values()) {
-      held.add(h.decisionId());
-    }
-    for (LedgerSnapshot ledger : ledgers) {
-      for (Map.Entry<String, LedgerEntry> r : ledger.reservations().entrySet()) {
-        if (!held.contains(r.getKey())) {
-          ctx.getLog()
-              .info(
-                  "node {}: freeing unpersisted reservation {} on {}",
-                  node,
-                  r.getKey(),
-                  ledger.uuid());
-          outbox.add(new Fire("free " + r.getKey(), () -> peers.free(ledger.uuid(), r.getKey())));
-        }
-      }
-    }
-    book.holdings()
-        .forEach(
-            (pod, h) -> {
-              String uuid = book.slot(h.gpu()).orElseThrow().uuid();
-              LedgerSnapshot ledger = byUuid.get(uuid);
-              if (ledger == null || !ledger.reservations().containsKey(h.decisionId())) {
-                ctx.getLog()
-                    .warn(
-                        "node {}: restoring reservation {} of {} on {}",
-                        node,
-                        h.decisionId(),
-                        pod,
-                        uuid);
-                outbox.add(
-                    new Fire(
-                        "restore " + h.decisionId(),
-                        () -> peers.reserve(uuid, h.decisionId(), pod, h.share())));
-              }
-            });
-    for (String pod : book.members().keySet()) {
-      outbox.add(notice(pod, List.of(), List.of()));
-    }
-    ledgersChecked = true;
-  }
-
-  private void settle(ShareBook book, Instant now) {
-    for (Waiter w : waiters) {
-      Outcome outcome =
-          w.pod() == null
-              ? Outcome.DONE
-              : book.status(w.pod())
-                  .map(s -> new Outcome(s, null, null))
-                  .orElse(new Outcome(null, "NOT_FOUND", "pod " + w.pod() + " is gone"));
-      w.replyTo().tell(outcome);
-    }
-    waiters.clear();
-    long end = System.nanoTime();
-    for (long start : roundArrivals) {
-      metrics.roundEnded(node, Duration.ofNanos(end - start));
-    }
-    roundArrivals.clear();
-    timers.cancel("look-again");
-    if (!clock.manual()) {
-      book.nextTimer(now)
-          .ifPresent(
-              at ->
-                  timers.startSingleTimer(
-                      "look-again", new Tick(null), Duration.between(now, at).plusMillis(1)));
-    }
-  }
-
-  // ---- helpers ----
-
-  /**
-   * Persists {@code event} (applied to {@code before}), then tells the metrics of the decision or
-   * removal it records.
-   */
-  private org.apache.pekko.persistence.typed.javadsl.EffectBuilder<Event, ShareBook> persistCounted(
-      ShareBook before, Event event) {
-    return Effect().persist(event).thenRun(after -> count(before, event));
-  }
-
-  /** Tells the metrics of the decision or removal that {@code event} records, once persisted. */
-  private void count(ShareBook before, Event event) {
-    if (event instanceof PodRemoved r) {
-      ShareBook.Member gone = before.members().get(r.pod());
-      if (gone != null) {
-        metrics.podRemoved(node, gone.key());
-      }
-      return;
-    }
-    String kind = null;
+  /** The metrics' name of the decision {@code event} records, or null (not a decision). */
+  private static String kindOf(Event event) {
     if (event instanceof Enqueued) {
-      kind = "enqueue";
+      return "enqueue";
     } else if (event instanceof Withdrawn) {
-      kind = "withdraw";
+      return "withdraw";
     } else if (event instanceof Granted) {
-      kind = "grant";
+      return "grant";
     } else if (event instanceof Released e) {
-      kind = e.reason() == null ? "release" : "revoke";
+      return e.reason() == null ? "release" : "revoke";
     } else if (event instanceof Preempted) {
-      kind = "preempt";
+      return "preempt";
     } else if (event instanceof Pinned) {
-      kind = "pin";
+      return "pin";
     } else if (event instanceof PinDeferred) {
-      kind = "pin_deferred";
+      return "pin_deferred";
     }
-    if (kind != null) {
-      metrics.decided(node, kind);
-    }
+    return null;
   }
 
-  /** A notice with the pod's status as it will be once the pending event is applied. */
-  private Fire notice(
-      String pod, List<PodNotes.EventNote> events, List<PodNotes.ConditionNote> conditions) {
-    return new Fire(
-        "tell " + pod,
-        () -> {
-          Optional<PodStatus> status = latest == null ? Optional.empty() : latest.status(pod);
-          if (status.isEmpty()) {
-            return CompletableFuture.completedFuture(Done.getInstance());
-          }
-          return peers.notifyPod(
-              status.get().key(), new PodNotice(status.get(), events, conditions, false));
-        });
-  }
-
-  private Fire free(ShareBook book, ShareBook.Holding held) {
-    String uuid = book.slot(held.gpu()).orElseThrow().uuid();
-    return new Fire("free " + held.decisionId(), () -> peers.free(uuid, held.decisionId()));
-  }
-
-  private static String describe(Step step) {
-    if (step instanceof Fires fs) {
-      return fs.fires().stream().map(Fire::what).toList().toString();
+  /** The pods whose decision state {@code event} changes. */
+  static List<String> podsOf(Event event) {
+    if (event instanceof PodAdded e) {
+      return List.of(e.key().entityId());
+    } else if (event instanceof PodRemoved e) {
+      return List.of(e.pod());
+    } else if (event instanceof Enqueued e) {
+      return List.of(e.pod());
+    } else if (event instanceof Withdrawn e) {
+      return List.of(e.pod());
+    } else if (event instanceof Granted e) {
+      return List.of(e.pod());
+    } else if (event instanceof Released e) {
+      return List.of(e.pod());
+    } else if (event instanceof Preempted e) {
+      List<String> pods = new ArrayList<>(e.victims());
+      pods.add(e.by());
+      return pods;
+    } else if (event instanceof Pinned e) {
+      return List.of(e.pod());
+    } else if (event instanceof PinDeferred e) {
+      return List.of(e.pod());
     }
-    return step instanceof Fire f ? f.what() : step.toString();
+    return List.of();
+  }
+
+  /** The Events and conditions of one pod that a decision makes visible. */
+  record Notes(List<EventNote> events, List<ConditionNote> conditions) {}
+
+  /**
+   * What users see on each pod of the decision {@code event}, applied to {@code before} (SPEC §7):
+   * the one place that turns decisions into Events and conditions, used both for the book's recent
+   * notes (so recovery rebuilds them) and for the notices after a write.
+   */
+  static Map<String, Notes> notesOf(ShareBook before, Event event) {
+    Map<String, Notes> notes = new LinkedHashMap<>();
+    if (event instanceof Preempted p) {
+      ShareBook.Member by = before.members().get(p.by());
+      if (by == null) {
+        return notes;
+      }
+      List<EventNote> byEvents = new ArrayList<>();
+      List<ConditionNote> byConditions = new ArrayList<>();
+      for (String victim : p.victims()) {
+        ShareBook.Member v = before.members().get(victim);
+        if (v == null) {
+          continue;
+        }
+        notes.put(
+            victim,
+            new Notes(
+                List.of(PodNotes.victimEvent(by.key(), p.at())),
+                List.of(PodNotes.victimCondition(by.key(), p.at()))));
+        byEvents.add(PodNotes.preemptorEvent(v.key(), p.at()));
+        byConditions.add(PodNotes.preemptorCondition(v.key(), p.at()));
+      }
+      notes.put(p.by(), new Notes(byEvents, byConditions));
+    } else if (event instanceof Released r && r.note() != null) {
+      notes.put(r.pod(), new Notes(List.of(r.note()), List.of()));
+    } else if (event instanceof Pinned p) {
+      String uuid = before.slot(p.gpu()).map(ShareBook.GpuSlot::uuid).orElse("?");
+      notes.put(
+          p.pod(), new Notes(List.of(), List.of(PodNotes.pinnedCondition(p.gpu(), uuid, p.at()))));
+    } else if (event instanceof PinDeferred d) {
+      notes.put(
+          d.pod(),
+          new Notes(
+              List.of(PodNotes.fragmentedEvent(d.message(), d.at())),
+              List.of(PodNotes.fragmentedCondition(d.message(), d.at()))));
+    }
+    return notes;
   }
 
   // ---- events ----
@@ -951,7 +769,16 @@ public final class NodeArbiter
     return newEventHandlerBuilder().forAnyState().onAnyEvent(NodeArbiter::apply);
   }
 
-  static ShareBook apply(ShareBook book, Event event) {
+  /** The book after {@code event}: the one fold that recovery, rounds and tests share. */
+  public static ShareBook apply(ShareBook book, Event event) {
+    ShareBook next = change(book, event);
+    for (Map.Entry<String, Notes> n : notesOf(book, event).entrySet()) {
+      next = next.noted(n.getKey(), n.getValue().events(), n.getValue().conditions());
+    }
+    return next;
+  }
+
+  private static ShareBook change(ShareBook book, Event event) {
     if (event instanceof GpusSet e) {
       return book.withGpus(e.gpus());
     }

@@ -145,7 +145,6 @@ class NodeArbiterMetricsTest {
 
     assertEquals(
         List.of(
-            "decided:enqueue",
             "decided:grant",
             "decided:enqueue",
             "decided:enqueue",
