@@ -2,8 +2,9 @@
 # Records the upgrade fixture of UpgradeTest: a data directory written by a release, through its
 # own HTTP API, on a manual clock. Run from the repository root with that release's jar built:
 #   bash src-test/src/test/resources/upgrade/record-0.1.sh http-api/target/gpushare.jar OUT_DIR
-# The fixture committed beside this script (journal-44fda3f/) was written by commit 44fda3f, the last
-# release whose GPU actors kept capacity ledgers and whose pod actors journaled every status.
+# It writes OUT_DIR (the data directory, without its admin token) and OUT_DIR-views.jsonl.
+# The fixture beside this script (journal-44fda3f/, views-44fda3f.jsonl) was written by commit
+# 44fda3f, the last release whose GPU actors kept ledgers and whose pod actors journaled every status.
 set -euo pipefail
 jar=$1
 out=$2
@@ -50,10 +51,8 @@ call -X POST "$API/v1/clock/advance" -H 'Content-Type: application/json' -d '{"s
 # The static model: two pinned, one that no single GPU has room for.
 node fixed static 2
 pod fixed static s1 60 60; pod fixed static s2 60 60; pod fixed static s3 60 60
-call "$API/v1/nodes/demo"
-call "$API/v1/nodes/fixed"
-call "$API/v1/nodes/spare"
-call "$API/v1/pods"
+# What that release showed, for UpgradeTest to compare with (views-<commit>.jsonl).
+for view in nodes/demo nodes/fixed nodes/spare pods; do call "$API/v1/$view"; done >"$out-views.jsonl"
 kill -TERM $server
 wait $server || true
 trap - EXIT

@@ -106,9 +106,19 @@ public record ShareBook(
 
   public ShareBook {
     gpus = List.copyOf(gpus);
-    members = new TreeMap<>(members);
-    holdings = new TreeMap<>(holdings);
+    // Persistent maps: a change shares everything but one path with the book before it, so that a
+    // decision costs O(log n) in the number of pods, not a copy of them all.
+    members = PersistentSortedMap.copyOf(members);
+    holdings = PersistentSortedMap.copyOf(holdings);
     pendingPins = List.copyOf(pendingPins);
+  }
+
+  private PersistentSortedMap<String, Member> memberMap() {
+    return (PersistentSortedMap<String, Member>) members;
+  }
+
+  private PersistentSortedMap<String, Holding> holdingMap() {
+    return (PersistentSortedMap<String, Holding>) holdings;
   }
 
   public static ShareBook empty(String node) {
@@ -151,8 +161,7 @@ public record ShareBook(
     if (members.containsKey(pod)) {
       return this;
     }
-    Map<String, Member> m = new TreeMap<>(members);
-    m.put(pod, new Member(key, spec, false));
+    Map<String, Member> m = memberMap().plus(pod, new Member(key, spec, false));
     List<String> pins = pendingPins;
     if (isStaticShared(spec)) {
       pins = append(pendingPins, pod);
@@ -165,10 +174,8 @@ public record ShareBook(
     if (!members.containsKey(pod)) {
       return this;
     }
-    Map<String, Member> m = new TreeMap<>(members);
-    m.remove(pod);
-    Map<String, Holding> h = new TreeMap<>(holdings);
-    h.remove(pod);
+    Map<String, Member> m = memberMap().minus(pod);
+    Map<String, Holding> h = holdingMap().minus(pod);
     return new ShareBook(
         node,
         policy,
@@ -214,8 +221,8 @@ public record ShareBook(
 
   /** Ready → Running on {@code gpu}, holding the pod's limits. */
   public ShareBook grant(String decisionId, String pod, int gpu, Instant at) {
-    Map<String, Holding> h = new TreeMap<>(holdings);
-    h.put(pod, new Holding(decisionId, gpu, limitsOf(pod), at, false));
+    Map<String, Holding> h =
+        holdingMap().plus(pod, new Holding(decisionId, gpu, limitsOf(pod), at, false));
     return new ShareBook(
         node,
         policy,
@@ -231,18 +238,17 @@ public record ShareBook(
 
   /** Running → Hibernation: the share is freed at once. */
   public ShareBook release(String pod) {
-    Map<String, Holding> h = new TreeMap<>(holdings);
-    h.remove(pod);
+    Map<String, Holding> h = holdingMap().minus(pod);
     return new ShareBook(
         node, policy, qos, gpus, members, queue, h, pendingPins, decisions, revision + 1);
   }
 
   /** Running → Ready for each victim, at the tail, longest-running first. */
   public ShareBook preempt(List<String> victims, Instant at) {
-    Map<String, Holding> h = new TreeMap<>(holdings);
+    PersistentSortedMap<String, Holding> h = holdingMap();
     ReadyQueue q = queue;
     for (String victim : victims) {
-      h.remove(victim);
+      h = h.minus(victim);
       q = q.enqueue(victim, at);
     }
     return new ShareBook(
@@ -251,8 +257,9 @@ public record ShareBook(
 
   /** A static pod pinned to {@code gpu} by its requests, for its whole life. */
   public ShareBook pin(String decisionId, String pod, int gpu, Instant at) {
-    Map<String, Holding> h = new TreeMap<>(holdings);
-    h.put(pod, new Holding(decisionId, gpu, members.get(pod).spec().requests(), at, true));
+    Map<String, Holding> h =
+        holdingMap()
+            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().requests(), at, true));
     return new ShareBook(
         node,
         policy,
@@ -271,8 +278,7 @@ public record ShareBook(
     if (member == null) {
       return this;
     }
-    Map<String, Member> m = new TreeMap<>(members);
-    m.put(pod, member.fragmented());
+    Map<String, Member> m = memberMap().plus(pod, member.fragmented());
     return new ShareBook(
         node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision + 1);
   }
@@ -287,8 +293,7 @@ public record ShareBook(
     if (member == null || (events.isEmpty() && conditions.isEmpty())) {
       return this;
     }
-    Map<String, Member> m = new TreeMap<>(members);
-    m.put(pod, member.noted(events, conditions));
+    Map<String, Member> m = memberMap().plus(pod, member.noted(events, conditions));
     return new ShareBook(
         node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision);
   }

@@ -40,4 +40,25 @@ class ReadyQueueTest {
     assertEquals(T.plusSeconds(10), q.entry("b").orElseThrow().enteredAt());
     assertEquals(Optional.of(2), q.position("b"));
   }
+
+  @Test
+  void a_queue_serializes_as_its_entries_oldest_first_and_reads_back_equal() throws Exception {
+    com.fasterxml.jackson.databind.ObjectMapper json =
+        new com.fasterxml.jackson.databind.ObjectMapper().findAndRegisterModules();
+    ReadyQueue q =
+        ReadyQueue.EMPTY.enqueue("a", T).enqueue("b", T.plusSeconds(1)).enqueue("c", T).remove("b");
+    String written = json.writeValueAsString(q);
+    assertEquals(
+        "{\"entries\":[{\"pod\":\"a\",\"enteredAt\":"
+            + json.writeValueAsString(T)
+            + "},{\"pod\":\"c\",\"enteredAt\":"
+            + json.writeValueAsString(T.plusSeconds(1))
+            + "}]}",
+        written,
+        "the shape 0.1 wrote (a record of entries), so old snapshots read back");
+    ReadyQueue read = json.readValue(written, ReadyQueue.class);
+    assertEquals(q, read);
+    assertEquals(Optional.of(2), read.position("c"));
+    assertEquals(q.enqueue("d", T).entries(), read.enqueue("d", T).entries());
+  }
 }

@@ -9,8 +9,8 @@ import org.apache.pekko.http.javadsl.server.Route;
 
 /**
  * {@code GET /healthz}: {@code 200} while the process lives. {@code GET /readyz}: {@code 200} once
- * the service is ready (journal recovered, every node reconciled with its GPU ledgers), else a
- * {@code 503} problem.
+ * the service is ready (journal recovered, every node's arbiter reconciled with its bound pods),
+ * else a {@code 503} problem.
  */
 public final class HealthRoutes extends ApiDirectives {
   private final GpuShareService service;
@@ -34,7 +34,7 @@ public final class HealthRoutes extends ApiDirectives {
                                         new ServiceException(
                                             Kind.UNAVAILABLE,
                                             "not ready: the journal is still being recovered or a"
-                                                + " node has not reconciled with its GPU ledgers;"
+                                                + " node's arbiter has not reconciled with its bound pods;"
                                                 + " retry shortly"))
                                     .toResponse()))));
   }

@@ -166,7 +166,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /**
    * Wakes every known node (after a member left the cluster): each arbiter recovers where its shard
-   * now lives, reconciles with its GPU ledgers and bound pods, and re-arms its timers.
+   * now lives, reconciles with its bound pods, and re-arms its timers.
    */
   void wakeAll() {
     if (!ready) {

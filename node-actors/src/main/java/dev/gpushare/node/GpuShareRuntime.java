@@ -60,7 +60,7 @@ public final class GpuShareRuntime {
 
   /**
    * Recovers every known node from the journal, registers the configured simulated nodes that are
-   * new, reconciles each arbiter with its GPU ledgers, and completes with the service.
+   * new, reconciles each arbiter with its bound pods, and completes with the service.
    */
   public static CompletionStage<GpuShareService> start(
       ActorSystem<?> system, RuntimeSettings settings, ArbiterClock clock) {

@@ -100,7 +100,14 @@ public final class LoadBenchmark {
       double mean,
       double roundMean,
       String journalTimes,
-      String load) {}
+      String load,
+      JournalFloor.Floor one,
+      JournalFloor.Floor many) {}
+
+  /** The journal's raw floor of the current run (journal × node count), measured before it. */
+  static JournalFloor.Floor floorOne;
+
+  static JournalFloor.Floor floorMany;
 
   static final List<Row> ROWS = new ArrayList<>();
 
@@ -226,6 +233,30 @@ public final class LoadBenchmark {
           r.journalTimes(),
           r.load());
     }
+    System.out.println();
+    System.out.println(
+        "| journal | nodes | loop | target | p50 ms (× floor) | p99 ms (× floor) | grants/s (× floor"
+            + " of N entities) | floor: 1 entity p50 / p99 ms | floor: N entities persists/s |");
+    System.out.println("|---|---|---|---|---|---|---|---|---|");
+    for (Row r : ROWS) {
+      System.out.printf(
+          Locale.ROOT,
+          "| %s | %d | %s | %s | %.1f (%.2f×) | %.1f (%.2f×) | %,.0f (%.2f×) | %.2f / %.2f |"
+              + " %,.0f |%n",
+          r.journal(),
+          r.nodes(),
+          r.mode(),
+          r.target(),
+          r.p50(),
+          r.p50() / r.one().p50Ms(),
+          r.p99(),
+          r.p99() / r.one().p99Ms(),
+          r.achieved(),
+          r.achieved() / r.many().perSecond(),
+          r.one().p50Ms(),
+          r.one().p99Ms(),
+          r.many().perSecond());
+    }
     System.exit(0);
   }
 
@@ -257,6 +288,12 @@ public final class LoadBenchmark {
       Driver warm = new Driver(runtime.service, slots, Duration.ZERO);
       warm.closedLoop(Math.max(16, Math.min(64, 4 * nodes)), JIT_WARMUP_SECONDS);
       warm.drain();
+      // The raw floor, in this system on this journal: one entity persisting one event at a time,
+      // then one per node in parallel.
+      floorOne = JournalFloor.measure(runtime.system, 1, warmup, seconds);
+      floorMany = JournalFloor.measure(runtime.system, nodes, warmup, seconds);
+      System.out.printf(
+          Locale.ROOT, "%s, %d node(s): raw floor %s; %s%n", journal, nodes, floorOne, floorMany);
       for (int rate : mode.equals("closed") ? new int[0] : rates) {
         double hold = Math.min(1.0, 4.0 * nodes / rate);
         Driver open = new Driver(runtime.service, slots, Duration.ofNanos((long) (hold * 1e9)));
@@ -368,7 +405,9 @@ public final class LoadBenchmark {
             Arrays.stream(lat).average().orElse(Double.NaN) / 1e6,
             (roundsAfter[0] - roundsBefore[0]) / (roundsAfter[1] - roundsBefore[1]) * 1000,
             journalTimes(driver.windowSeconds()),
-            loadBefore + " → " + loadAfter);
+            loadBefore + " → " + loadAfter,
+            floorOne,
+            floorMany);
     ROWS.add(row);
     System.out.println(row);
     System.out.flush();

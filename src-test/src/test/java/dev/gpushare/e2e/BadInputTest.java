@@ -375,7 +375,7 @@ class BadInputTest extends ServerPerClass {
     JsonNode after = api.node(n);
     assertEquals("share-pool", after.path("policy").asText(), () -> "policy in force: " + after);
     assertEquals(nodeBefore.path("qos"), after.path("qos"), () -> "QoS in force: " + after);
-    assertEquals(nodeBefore.path("gpus"), after.path("gpus"), "GPU ledgers unchanged");
+    assertEquals(nodeBefore.path("gpus"), after.path("gpus"), "GPU holders unchanged");
     assertEquals(
         nodeBefore.path("status").path("capacity"),
         after.path("status").path("capacity"),

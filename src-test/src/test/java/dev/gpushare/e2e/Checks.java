@@ -166,7 +166,7 @@ public final class Checks {
 
   /**
    * The decision state of the whole server: every pod's state, GPU and queue position, every node's
-   * queue (from the queue endpoint) and GPU ledgers (pods sorted).
+   * queue (from the queue endpoint) and GPU holders (pods sorted).
    */
   public static ObjectNode snapshot(Api api) {
     ObjectNode s = Api.JSON.createObjectNode();
@@ -264,7 +264,11 @@ public final class Checks {
         assertEquals(
             runningOn.getOrDefault(idx, Set.of()),
             listed,
-            () -> name + " GPU " + idx + ": ledger pods differ from the pods Running on it");
+            () ->
+                name
+                    + " GPU "
+                    + idx
+                    + ": the node view's holders differ from the pods Running on it");
         assertTrue(g.path("inUse").path("core").asInt() <= 100, () -> "inUse.core > 100: " + g);
         assertTrue(g.path("inUse").path("memory").asInt() <= 100, () -> "inUse.memory > 100: " + g);
         if (!isStatic) {

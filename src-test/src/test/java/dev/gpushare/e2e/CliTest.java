@@ -319,21 +319,31 @@ class CliTest extends ServerPerClass {
   }
 
   @Test
-  void journalPrintsAPodsTimelineThroughTheApi() {
+  void journalPrintsANodesAndAPodsTimelineThroughTheApi() {
     String node = node(1, Manifests.qos(false, 120));
     String p = pod(node, "j");
     api.demand(p);
     api.release(p);
-    String id = "Pod|" + ns(p) + "/" + api.pod(p).path("uid").asText();
-    Cli journal = cli("journal", id);
+    // The node's arbiter is the one writer of decisions: its journal is the pod's timeline.
+    String arbiter = "NodeArbiter|" + node;
+    Cli journal = cli("journal", arbiter);
     assertEquals(0, journal.status(), journal::toString);
     List<String> lines = journal.out();
-    assertTrue(lines.size() >= 3, journal::toString);
+    assertTrue(lines.size() >= 5, journal::toString);
     assertTrue(
-        lines.get(0).matches("^1  \\d{4}-\\d\\d-\\d\\dT.*  PodActor\\.\\S+\\s+\\{.*"),
+        lines.get(0).matches("^1  \\d{4}-\\d\\d-\\d\\dT.*  NodeArbiter\\.\\S+\\s+\\{.*"),
         lines::toString);
+    assertTrue(lines.get(lines.size() - 2).contains("NodeArbiter.Granted"), lines::toString);
+    assertTrue(lines.get(lines.size() - 1).contains("NodeArbiter.Released"), lines::toString);
+    // The pod's own journal keeps what only it knows: the spec seen (no Events here).
+    String pod = "Pod|" + ns(p) + "/" + api.pod(p).path("uid").asText();
+    Cli own = cli("journal", pod);
+    assertEquals(0, own.status(), own::toString);
+    assertEquals(1, own.out().size(), own::toString);
+    assertTrue(own.out().get(0).contains("PodActor.SpecSeen"), own::toString);
     Cli ids = cli("journal", "--ids");
-    assertTrue(ids.out().contains(id), ids::toString);
+    assertTrue(ids.out().contains(arbiter), ids::toString);
+    assertTrue(ids.out().contains(pod), ids::toString);
   }
 
   @Test

@@ -17,6 +17,7 @@ import dev.gpushare.e2e.AckedRequests.Op;
 import dev.gpushare.e2e.AckedRequests.Track;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,9 +44,10 @@ import org.junit.jupiter.api.io.TempDir;
  *
  * <ul>
  *   <li>every acknowledged demand and release is in force (no acknowledged request is lost);
- *   <li>ARCHITECTURE.md §6 invariants 1–3 hold: per GPU Σ limits ≤ 100 (also sampled all along),
- *       each pod on at most one GPU and the ledgers equal to the Running pods, the queue contiguous
- *       and in FIFO order consistent with the acknowledgements (across the fail-over);
+ *   <li>ARCHITECTURE.md §6 invariants 1–3 hold: per GPU Σ limits ≤ 100, no pod both queued and on a
+ *       GPU, every Running pod on exactly one GPU (also sampled all along, through every member),
+ *       each pod on at most one GPU and the node's holders equal to the Running pods, the queue
+ *       contiguous and in FIFO order consistent with the acknowledgements (across the fail-over);
  *   <li>invariant 4 as the API shows it: both surviving members give the same answers (one arbiter
  *       decides), and all of a node's entity types live on one member;
  *   <li>the other nodes' pods are untouched.
@@ -543,45 +545,102 @@ class ClusterFailoverTest {
       }
     }
 
-    /** Samples n1's NodeView: per GPU inUse ≤ 100, no pod on two GPUs, positions 1..n. */
+    /**
+     * Samples n1 through every member in turn, each view one snapshot of its arbiter: the NodeView
+     * (per GPU inUse ≤ 100, no pod on two GPUs, none both queued and on a GPU, positions 1..n) and
+     * the pod list (every Running pod on exactly one GPU and not queued, every Ready pod queued and
+     * on none, per GPU Σ limits ≤ 100, positions 1..n).
+     */
     private void monitor() {
-      int i = 0;
       while (!stopping) {
-        Api api = via.get(i++ % via.size());
-        JsonNode n;
-        try {
-          Api.Resp r = api.get("/v1/nodes/n1");
-          n = r.status() == 200 ? r.json() : null;
-        } catch (RuntimeException e) {
-          n = null;
+        for (Api api : via) {
+          checkNode(get(api, "/v1/nodes/n1"));
+          checkPods(get(api, "/v1/pods?node=n1"));
         }
-        if (n != null) {
-          samples.incrementAndGet();
-          Set<String> held = new HashSet<>();
-          for (JsonNode g : n.path("gpus")) {
-            int core = g.path("inUse").path("core").asInt();
-            int mem = g.path("inUse").path("memory").asInt();
-            if (core > 100 || mem > 100) {
-              violations.add("GPU over 100%: " + g);
-            }
-            for (JsonNode p : g.path("pods")) {
-              if (!held.add(p.asText())) {
-                violations.add("pod on two GPUs: " + p.asText() + " in " + n.path("gpus"));
-              }
-            }
-          }
-          int pos = 1;
-          for (JsonNode q : n.path("queue")) {
-            if (q.path("position").asInt() != pos++) {
-              violations.add("queue positions not 1..n: " + n.path("queue"));
-              break;
-            }
-            if (held.contains(q.path("pod").asText())) {
-              violations.add("pod both queued and on a GPU: " + q.path("pod").asText());
-            }
+        sleep(250);
+      }
+    }
+
+    private JsonNode get(Api api, String path) {
+      try {
+        Api.Resp r = api.get(path);
+        return r.status() == 200 ? r.json() : null;
+      } catch (RuntimeException e) {
+        return null;
+      }
+    }
+
+    private void checkNode(JsonNode n) {
+      if (n == null) {
+        return;
+      }
+      samples.incrementAndGet();
+      Set<String> held = new HashSet<>();
+      for (JsonNode g : n.path("gpus")) {
+        int core = g.path("inUse").path("core").asInt();
+        int mem = g.path("inUse").path("memory").asInt();
+        if (core > 100 || mem > 100) {
+          violations.add("GPU over 100%: " + g);
+        }
+        for (JsonNode p : g.path("pods")) {
+          if (!held.add(p.asText())) {
+            violations.add("pod on two GPUs: " + p.asText() + " in " + n.path("gpus"));
           }
         }
-        sleep(500);
+      }
+      int pos = 1;
+      for (JsonNode q : n.path("queue")) {
+        if (q.path("position").asInt() != pos++) {
+          violations.add("queue positions not 1..n: " + n.path("queue"));
+          break;
+        }
+        if (held.contains(q.path("pod").asText())) {
+          violations.add("pod both queued and on a GPU: " + q.path("pod").asText() + " in " + n);
+        }
+      }
+    }
+
+    private void checkPods(JsonNode list) {
+      if (list == null) {
+        return;
+      }
+      samples.incrementAndGet();
+      Map<Integer, int[]> sums = new HashMap<>();
+      List<Integer> positions = new ArrayList<>();
+      for (JsonNode p : list.path("items")) {
+        String state = p.path("state").asText();
+        boolean onGpu = !Checks.isNull(p.get("gpu"));
+        boolean queued = !Checks.isNull(p.get("queuePosition"));
+        if ("Running".equals(state)) {
+          if (!onGpu || queued) {
+            violations.add("Running pod not on exactly one GPU, or queued: " + p);
+          } else {
+            int[] sum = sums.computeIfAbsent(p.path("gpu").path("index").asInt(), i -> new int[2]);
+            sum[0] += p.path("limits").path("core").asInt();
+            sum[1] += p.path("limits").path("memory").asInt();
+          }
+        } else if ("Ready".equals(state)) {
+          if (onGpu || !queued) {
+            violations.add("Ready pod on a GPU, or not queued: " + p);
+          } else {
+            positions.add(p.path("queuePosition").asInt());
+          }
+        } else if (onGpu || queued) {
+          violations.add(state + " pod on a GPU or queued: " + p);
+        }
+      }
+      sums.forEach(
+          (gpu, sum) -> {
+            if (sum[0] > 100 || sum[1] > 100) {
+              violations.add("GPU " + gpu + " limits over 100%: " + list);
+            }
+          });
+      positions.sort(null);
+      for (int i = 0; i < positions.size(); i++) {
+        if (positions.get(i) != i + 1) {
+          violations.add("queue positions not 1..n: " + positions);
+          break;
+        }
       }
     }
 

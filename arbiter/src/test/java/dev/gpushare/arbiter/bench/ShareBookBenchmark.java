@@ -79,7 +79,7 @@ public class ShareBookBenchmark {
   @Param({"16"})
   public int gpus;
 
-  @Param({"10", "1000"})
+  @Param({"10", "1000", "100000"})
   public int queued;
 
   private ShareBook grantBook;

@@ -23,7 +23,9 @@ import org.apache.pekko.stream.javadsl.Source;
  */
 public interface GpuShareService {
 
-  /** Whether the journal is recovered and every node has reconciled with its GPU ledgers. */
+  /**
+   * Whether the journal is recovered and every node's arbiter has reconciled with its bound pods.
+   */
   boolean ready();
 
   CompletionStage<List<NodeView>> nodes();

@@ -1,0 +1,134 @@
+package dev.gpushare.bench;
+
+import dev.gpushare.arbiter.JsonSerializable;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.persistence.typed.PersistenceId;
+import org.apache.pekko.persistence.typed.javadsl.CommandHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventHandler;
+import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
+
+/**
+ * The raw floor of the journal in use, measured in the same actor system, on the same journal
+ * profile and database as the runtime beside it: persistent entities that each persist one event of
+ * about 230 bytes at a time (the size of an arbiter's {@code Granted}), awaiting each write before
+ * the next — one entity alone (the latency floor of one decision), and N at once (the throughput
+ * floor of N nodes' arbiters). Nothing of gpushare runs in it but the serializer binding.
+ */
+final class JournalFloor {
+  private JournalFloor() {}
+
+  /** What one measurement found: latency of one persist, and persists per second in all. */
+  record Floor(int entities, double p50Ms, double p99Ms, double perSecond) {
+    @Override
+    public String toString() {
+      return String.format(
+          Locale.ROOT,
+          "%d entit%s: p50 %.2f ms, p99 %.2f ms, %,.0f persists/s",
+          entities,
+          entities == 1 ? "y" : "ies",
+          p50Ms,
+          p99Ms,
+          perSecond);
+    }
+  }
+
+  record Persist(ActorRef<Long> replyTo) implements JsonSerializable {}
+
+  /** An event the size of an arbiter decision. */
+  record Written(String payload) implements JsonSerializable {}
+
+  private static final String PAYLOAD = "x".repeat(214);
+
+  private static final class Entity extends EventSourcedBehavior<Persist, Written, Long> {
+    Entity(String id) {
+      super(PersistenceId.ofUniqueId(id));
+    }
+
+    @Override
+    public Long emptyState() {
+      return 0L;
+    }
+
+    @Override
+    public CommandHandler<Persist, Written, Long> commandHandler() {
+      return newCommandHandlerBuilder()
+          .forAnyState()
+          .onCommand(
+              Persist.class,
+              (s, c) -> Effect().persist(new Written(PAYLOAD)).thenReply(c.replyTo(), n -> n))
+          .build();
+    }
+
+    @Override
+    public EventHandler<Long, Written> eventHandler() {
+      return newEventHandlerBuilder().forAnyState().onAnyEvent((n, e) -> n + 1);
+    }
+  }
+
+  private static int runs;
+
+  /**
+   * {@code entities} entities, each persisting one event at a time for {@code warmup} then {@code
+   * seconds} seconds; only the second part is measured.
+   */
+  static Floor measure(ActorSystem<?> system, int entities, int warmup, int seconds) {
+    int run = ++runs;
+    List<ActorRef<Persist>> refs = new ArrayList<>();
+    for (int i = 0; i < entities; i++) {
+      Behavior<Persist> b = new Entity("Floor|" + run + "-" + i);
+      refs.add(system.systemActorOf(b, "journal-floor-" + run + "-" + i, Props.empty()));
+    }
+    ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
+    long start = System.nanoTime();
+    long measureFrom = start + TimeUnit.SECONDS.toNanos(warmup);
+    long end = measureFrom + TimeUnit.SECONDS.toNanos(seconds);
+    List<CompletableFuture<Void>> loops = new ArrayList<>();
+    for (ActorRef<Persist> ref : refs) {
+      CompletableFuture<Void> done = new CompletableFuture<>();
+      loop(system, ref, measureFrom, end, latencies, done);
+      loops.add(done);
+    }
+    CompletableFuture.allOf(loops.toArray(CompletableFuture[]::new)).join();
+    long[] lat = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
+    return new Floor(
+        entities,
+        BenchSupport.percentile(lat, 0.50) / 1e6,
+        BenchSupport.percentile(lat, 0.99) / 1e6,
+        lat.length / (double) seconds);
+  }
+
+  private static void loop(
+      ActorSystem<?> system,
+      ActorRef<Persist> ref,
+      long measureFrom,
+      long end,
+      ConcurrentLinkedQueue<Long> latencies,
+      CompletableFuture<Void> done) {
+    long sent = System.nanoTime();
+    if (sent >= end) {
+      done.complete(null);
+      return;
+    }
+    AskPattern.<Persist, Long>ask(ref, Persist::new, Duration.ofSeconds(30), system.scheduler())
+        .whenCompleteAsync(
+            (n, e) -> {
+              long now = System.nanoTime();
+              if (e == null && sent >= measureFrom && now <= end) {
+                latencies.add(now - sent);
+              }
+              loop(system, ref, measureFrom, end, latencies, done);
+            },
+            system.executionContext());
+  }
+}
