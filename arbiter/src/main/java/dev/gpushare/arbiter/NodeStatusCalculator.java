@@ -59,7 +59,7 @@ public final class NodeStatusCalculator {
 
     SharePolicy active = config.active();
     if (active.sharing()) {
-      String percent = String.valueOf(100L * healthyGpus);
+      String percent = String.valueOf(NodeAdmission.allocatable(healthyGpus).core());
       for (Map<String, String> resources : List.of(capacity, allocatable)) {
         resources.put(ShareRequestRules.CORE, percent);
         resources.put(ShareRequestRules.MEMORY, percent);

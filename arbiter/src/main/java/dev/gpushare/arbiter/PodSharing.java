@@ -41,4 +41,9 @@ public record PodSharing(
   public static PodSharing exclusive(int gpus) {
     return new PodSharing(Kind.EXCLUSIVE, null, null, null, gpus, null);
   }
+
+  /** What this shared pod holds on its GPU: {@link SharePolicy#held} of its model. */
+  public Share held() {
+    return policy.held(requests, limits);
+  }
 }

@@ -222,7 +222,8 @@ public record ShareBook(
   /** Ready → Running on {@code gpu}, holding the pod's limits. */
   public ShareBook grant(String decisionId, String pod, int gpu, Instant at) {
     Map<String, Holding> h =
-        holdingMap().plus(pod, new Holding(decisionId, gpu, limitsOf(pod), at, false));
+        holdingMap()
+            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().held(), at, false));
     return new ShareBook(
         node,
         policy,
@@ -259,7 +260,7 @@ public record ShareBook(
   public ShareBook pin(String decisionId, String pod, int gpu, Instant at) {
     Map<String, Holding> h =
         holdingMap()
-            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().requests(), at, true));
+            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().held(), at, true));
     return new ShareBook(
         node,
         policy,

@@ -29,6 +29,15 @@ public enum SharePolicy {
     return this != NONE;
   }
 
+  /**
+   * What a pod of this model holds on its GPU (SPEC §5, §6): share-pool reserves its limits (pods
+   * on one GPU never compete beyond them), static reserves its requests. The one home of that rule:
+   * the arbiter's book, the scheduler extender's fit and scores all ask here.
+   */
+  public <T> T held(T requests, T limits) {
+    return this == STATIC ? requests : limits;
+  }
+
   public static Optional<SharePolicy> fromLabel(String value) {
     return Arrays.stream(values()).filter(p -> p.label.equals(value)).findFirst();
   }

@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.NodeAdmission;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.Parsed;
@@ -534,8 +535,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                   reasons.add(r.manifest().name() + ": " + why);
                   continue;
                 }
-                Share free =
-                    new Share(100 * r.healthyGpus(), 100 * r.healthyGpus()).minus(r.requested());
+                Share free = NodeAdmission.allocatable(r.healthyGpus()).minus(r.requested());
                 int room = free.core() + free.memory();
                 if (room < bestRoom) {
                   best = r;
@@ -555,28 +555,13 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             });
   }
 
+  /** Why the embedded scheduler cannot place {@code spec} on {@code r}: node admission's word. */
   private static String unfit(NodeActor.Record r, PodSharing spec) {
     if (!r.registered()) {
       return "not registered";
     }
-    SharePolicy active = r.config().active();
-    return switch (spec.kind()) {
-      case SHARED -> {
-        if (spec.policy() != active) {
-          yield "policy " + active + " is not the pod's " + spec.policy();
-        }
-        Share after = r.requested().plus(spec.requests());
-        int alloc = 100 * r.healthyGpus();
-        yield after.core() > alloc || after.memory() > alloc ? "requests do not fit" : null;
-      }
-      case EXCLUSIVE ->
-          active.sharing()
-              ? "shares its GPUs"
-              : r.gpus().size() - r.exclusiveGpus() < spec.exclusiveGpus()
-                  ? "not enough whole GPUs"
-                  : null;
-      case PLAIN -> null;
-    };
+    FieldError refusal = NodeAdmission.refusal(r.admissionState(), spec);
+    return refusal == null ? null : refusal.message();
   }
 
   private CompletionStage<String> bind(String node, PodKey key, PodSharing spec) {

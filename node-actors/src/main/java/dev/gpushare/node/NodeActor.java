@@ -3,6 +3,7 @@ package dev.gpushare.node;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.JsonSerializable;
+import dev.gpushare.arbiter.NodeAdmission;
 import dev.gpushare.arbiter.NodeCondition;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeSharing;
@@ -124,6 +125,17 @@ public final class NodeActor
     }
 
     /** GPUs that can take shares: capacity and allocatable count only these (SPEC §2). */
+    /** The node as admission sees it ({@link NodeAdmission}). */
+    public NodeAdmission.NodeState admissionState() {
+      return new NodeAdmission.NodeState(
+          manifest.name(),
+          config.active(),
+          healthyGpus(),
+          requested(),
+          gpus.size(),
+          exclusiveGpus());
+    }
+
     public int healthyGpus() {
       return (int) gpus.stream().filter(g -> !unhealthy.contains(g.uuid())).count();
     }
@@ -309,58 +321,7 @@ public final class NodeActor
     if (!r.registered()) {
       return new FieldError("spec.nodeName", node, "node " + node + " is not registered");
     }
-    SharingConfig config = r.config();
-    switch (spec.kind()) {
-      case SHARED -> {
-        if (spec.policy() != config.active()) {
-          return new FieldError(
-              "metadata.labels[" + dev.gpushare.arbiter.SharePolicy.LABEL + "]",
-              spec.policy().label(),
-              "the pod's gpu-share-policy "
-                  + spec.policy()
-                  + " must equal the policy in force on node "
-                  + node
-                  + ", which is "
-                  + config.active());
-        }
-        Share allocatable = new Share(100 * r.healthyGpus(), 100 * r.healthyGpus());
-        Share after = r.requested().plus(spec.requests());
-        if (after.core() > allocatable.core() || after.memory() > allocatable.memory()) {
-          Share free = allocatable.minus(r.requested());
-          return new FieldError(
-              "spec.containers.resources.requests",
-              spec.requests().toString(),
-              "node "
-                  + node
-                  + " has only "
-                  + free
-                  + " of its "
-                  + allocatable
-                  + " allocatable left for requests; pods fit a node by the sum of their requests");
-        }
-      }
-      case EXCLUSIVE -> {
-        if (config.active().sharing()) {
-          return new FieldError(
-              "spec.containers.resources.limits[nvidia.com/gpu]",
-              Integer.toString(spec.exclusiveGpus()),
-              "node "
-                  + node
-                  + " shares its GPUs (policy "
-                  + config.active()
-                  + "); a pod holding whole GPUs (nvidia.com/gpu) cannot be placed on it");
-        }
-        int free = r.gpus().size() - r.exclusiveGpus();
-        if (spec.exclusiveGpus() > free) {
-          return new FieldError(
-              "spec.containers.resources.limits[nvidia.com/gpu]",
-              Integer.toString(spec.exclusiveGpus()),
-              "node " + node + " has only " + free + " whole GPUs free");
-        }
-      }
-      case PLAIN -> {}
-    }
-    return null;
+    return NodeAdmission.refusal(r.admissionState(), spec);
   }
 
   /** Re-resolve the config in force; the events that record any change. */

@@ -153,7 +153,7 @@ public final class ExtenderFilter {
 
   /** The share a GPU must hold for {@code pod}: limits in share-pool, requests in static. */
   static Share need(PodSharing pod) {
-    return pod.policy() == SharePolicy.SHARE_POOL ? pod.limits() : pod.requests();
+    return pod.held();
   }
 
   /** What the share-pool and static models reserve on a GPU, for messages. */

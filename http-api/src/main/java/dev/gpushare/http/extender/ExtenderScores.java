@@ -135,7 +135,7 @@ public final class ExtenderScores {
       if (!pod.policy().label().equals(p.policy())) {
         continue;
       }
-      ShareView share = pod.policy() == SharePolicy.SHARE_POOL ? p.limits() : p.requests();
+      ShareView share = pod.policy().held(p.requests(), p.limits());
       if (share != null) {
         specs.add(spec(milli(share.core(), share.memory())));
       }
@@ -241,7 +241,10 @@ public final class ExtenderScores {
       if (!node.name().equals(p.node()) || p.gpu() == null || !"Running".equals(p.state())) {
         continue;
       }
-      var share = "static".equals(p.policy()) ? p.requests() : p.limits();
+      var share =
+          SharePolicy.fromLabel(p.policy())
+              .orElse(SharePolicy.SHARE_POOL)
+              .held(p.requests(), p.limits());
       if (share != null) {
         held.computeIfAbsent(p.gpu().index(), i -> new LinkedHashMap<>())
             .put(p.namespace() + "/" + p.name(), new Share(share.core(), share.memory()));
