@@ -12,15 +12,14 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.PodSharing;
-import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
-import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
 import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.gpu.SimulatedGpuBackend;
+import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
@@ -42,14 +41,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.pubsub.Topic;
-import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Source;
 
 /**
@@ -60,16 +56,14 @@ import org.apache.pekko.stream.javadsl.Source;
  */
 final class DefaultGpuShareService implements GpuShareService, PodActor.Listener {
 
-  /** Where a pod lives: its node and full key. */
-  record Placed(String node, PodKey key) {}
-
   private final ActorSystem<?> system;
+  private final PodWatches watches;
+  private final ServiceAsks asks;
   private final Entities entities;
   private final ActorRef<Topic.Command<Changes.Change>> changes;
   private final RuntimeSettings settings;
   private final ArbiterClock clock;
   private final Duration timeout;
-  private final Map<String, List<Consumer<Boolean>>> listeners = new ConcurrentHashMap<>();
   private final List<ChangeListener> subscribers = new CopyOnWriteArrayList<>();
   private final LocalGpus local;
   private final GpuShareMetrics metrics;
@@ -92,6 +86,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       LocalGpus local,
       GpuShareMetrics metrics) {
     this.system = system;
+    this.watches = new PodWatches(system);
+    this.asks = new ServiceAsks(entities, settings.askTimeout());
     this.local = local;
     this.metrics = metrics;
     this.entities = entities;
@@ -105,25 +101,25 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** Registers configured nodes that are new, then brings every known node in line. */
   CompletionStage<Done> start() {
-    CompletionStage<Done> chain = done();
+    CompletionStage<Done> chain = ServiceAsks.done();
     for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
       String name = sim.manifest().name();
       chain =
           chain.thenCompose(
               d ->
-                  nodeRecord(name)
+                  asks.nodeRecord(name)
                       .thenCompose(
                           record ->
                               record.registered()
-                                  ? done()
+                                  ? ServiceAsks.done()
                                   : register(sim.manifest(), sim.gpuModel(), sim.gpuMemoryMiB())
                                       .thenApply(r -> Done.getInstance())));
     }
     return chain
-        .thenCompose(d -> nodeNames())
+        .thenCompose(d -> asks.nodeNames())
         .thenCompose(
             names -> {
-              CompletionStage<Done> recovery = done();
+              CompletionStage<Done> recovery = ServiceAsks.done();
               for (String node : names) {
                 recovery = recovery.thenCompose(d -> recoverPatiently(node, 3));
               }
@@ -146,7 +142,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .handle(
             (d, e) -> {
               if (e == null) {
-                return done();
+                return ServiceAsks.done();
               }
               if (attemptsLeft > 1) {
                 system
@@ -160,7 +156,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       "node {} did not answer at start: {}; it recovers on its next message",
                       node,
                       e.toString());
-              return done();
+              return ServiceAsks.done();
             })
         .thenCompose(x -> x);
   }
@@ -173,10 +169,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     if (!ready) {
       return;
     }
-    nodeNames()
+    asks.nodeNames()
         .thenCompose(
             names -> {
-              CompletionStage<Done> chain = done();
+              CompletionStage<Done> chain = ServiceAsks.done();
               for (String node : names) {
                 chain = chain.thenCompose(d -> recover(node));
               }
@@ -198,11 +194,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** After a restart: GPUs described again, the arbiter told the config and the bound pods. */
   private CompletionStage<Done> recover(String node) {
-    return nodeRecord(node)
+    return asks.nodeRecord(node)
         .thenCompose(
             record -> {
               if (!record.registered()) {
-                return done();
+                return ServiceAsks.done();
               }
               // Every bound pod holds its name in the index (a crash may have lost the claim).
               record
@@ -219,7 +215,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       .map(b -> new NodeArbiter.BoundPod(b.key(), b.spec()))
                       .toList();
               return syncArbiter(node, record)
-                  .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.Reconcile(bound, r)))
+                  .thenCompose(d -> asks.decide(node, r -> new NodeArbiter.Reconcile(bound, r)))
                   .thenApply(o -> Done.getInstance());
             });
   }
@@ -243,7 +239,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<List<NodeView>> nodes() {
-    return registeredNodes().thenCompose(names -> all(names.stream().map(this::nodeView).toList()));
+    return asks.registeredNodes()
+        .thenCompose(names -> ServiceAsks.all(names.stream().map(this::nodeView).toList()));
   }
 
   @Override
@@ -253,7 +250,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<List<QueueEntryView>> queue(String node) {
-    return knownNode(node).thenCompose(d -> book(node)).thenApply(BookViews::queue);
+    return knownNode(node).thenCompose(d -> asks.book(node)).thenApply(BookViews::queue);
   }
 
   @Override
@@ -283,7 +280,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       }
     }
     long memoryMiB = memory;
-    return nodeRecord(name)
+    return asks.nodeRecord(name)
         .thenCompose(
             before -> {
               int gpus = gpuCount(manifest);
@@ -297,9 +294,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** Removing GPUs that hold shares would strand pods: refuse. */
   private CompletionStage<Done> shrinkConflict(String name, NodeActor.Record before, int gpus) {
     if (!before.registered() || gpus >= before.gpus().size()) {
-      return done();
+      return ServiceAsks.done();
     }
-    return book(name)
+    return asks.book(name)
         .thenApply(
             view -> {
               for (var e : view.book().holdings().entrySet()) {
@@ -349,7 +346,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** GPUs described to their actors, the arbiter told the GPUs and the config in force. */
   private CompletionStage<Done> syncArbiter(String node, NodeActor.Record record) {
     if (!record.registered()) {
-      return done();
+      return ServiceAsks.done();
     }
     List<CompletionStage<Done>> describes = new ArrayList<>();
     List<ShareBook.GpuSlot> slots = new ArrayList<>();
@@ -357,11 +354,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       describes.add(entities.gpu(node, d.uuid()).ask(r -> new GpuActor.Describe(d, r), timeout));
       slots.add(new ShareBook.GpuSlot(d.index(), d.uuid(), record.healthy(d.uuid())));
     }
-    return all(describes)
-        .thenCompose(d -> arbiterAsk(node, r -> new NodeArbiter.SetGpus(slots, r)))
+    return ServiceAsks.all(describes)
+        .thenCompose(d -> asks.decide(node, r -> new NodeArbiter.SetGpus(slots, r)))
         .thenCompose(
             o ->
-                arbiterAsk(
+                asks.decide(
                     node,
                     r ->
                         new NodeArbiter.ApplyPolicy(
@@ -387,7 +384,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   @Override
   public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
     return knownNode(node)
-        .thenCompose(d -> nodeRecord(node))
+        .thenCompose(d -> asks.nodeRecord(node))
         .thenCompose(
             before -> {
               GpuDevice device =
@@ -460,7 +457,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                                 .thenCompose(d -> CompletableFuture.failedFuture(e))))
         .thenCompose(
             node ->
-                arbiterAsk(node, r -> new NodeArbiter.AddPod(key, spec, r))
+                asks.decide(node, r -> new NodeArbiter.AddPod(key, spec, r))
                     .thenCompose(o -> podView(new Placed(node, key), o)));
   }
 
@@ -475,9 +472,9 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             entry -> {
               if (entry.key().uid().equals(key.uid())) {
-                return done();
+                return ServiceAsks.done();
               }
-              return nodeRecord(entry.node())
+              return asks.nodeRecord(entry.node())
                   .thenCompose(
                       holder -> {
                         if (holder.bound().containsKey(entry.key().entityId())) {
@@ -502,7 +499,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   private CompletionStage<String> chooseNode(String nodeName, PodSharing spec) {
     if (nodeName != null && !nodeName.isEmpty()) {
-      return registeredNodes()
+      return asks.registeredNodes()
           .thenApply(
               names -> {
                 if (!names.contains(nodeName)) {
@@ -522,8 +519,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     }
     // The embedded scheduler: among nodes whose policy in force takes the pod and whose
     // allocatable has room for its requests, the fullest one (best fit), ties by name.
-    return nodeNames()
-        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+    return asks.nodeNames()
+        .thenCompose(names -> ServiceAsks.all(names.stream().map(asks::nodeRecord).toList()))
         .thenApply(
             records -> {
               List<String> reasons = new ArrayList<>();
@@ -593,7 +590,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                     .<NodeActor.Record>ask(r -> new NodeActor.Unbind(p.key(), r), timeout)
                     .thenCompose(
                         record ->
-                            arbiterAsk(
+                            asks.decide(
                                     p.node(), r -> new NodeArbiter.RemovePod(p.key().entityId(), r))
                                 .thenCompose(o -> syncArbiter(p.node(), record)))
                     .thenApply(
@@ -615,7 +612,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         manifest.namespace() == null || manifest.namespace().isEmpty()
             ? "default"
             : manifest.namespace();
-    return lookup(namespace, manifest.name())
+    return asks.lookup(namespace, manifest.name())
         .thenCompose(
             known -> {
               if (known.isEmpty()) {
@@ -630,7 +627,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<Boolean> forgetPod(String namespace, String name, String uid) {
-    return lookup(namespace, name)
+    return asks.lookup(namespace, name)
         .thenCompose(
             known -> {
               if (known.isEmpty() || (uid != null && !known.get().key().uid().equals(uid))) {
@@ -665,7 +662,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** The registered nodes this member samples ({@link LocalGpus}). */
   CompletionStage<List<String>> sampledNodes() {
-    return registeredNodes().thenApply(local::sampled);
+    return asks.registeredNodes().thenApply(local::sampled);
   }
 
   /**
@@ -673,7 +670,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
    * devices (real index and UUID) replace the ones derived from the node's capacity first.
    */
   CompletionStage<Optional<dev.gpushare.gpu.GpuBackend>> telemetryBackend(String node) {
-    return nodeRecord(node)
+    return asks.nodeRecord(node)
         .thenCompose(
             r -> {
               Optional<dev.gpushare.gpu.GpuBackend> real = local.real(node);
@@ -708,7 +705,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   CompletionStage<NodeArbiter.BookView> bookOf(String node) {
-    return book(node);
+    return asks.book(node);
   }
 
   /** Records an Event on a pod (the request to hibernate): the pod's state does not change. */
@@ -741,7 +738,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   public CompletionStage<NodeView> scriptGpu(
       String node, int index, List<SimulatedGpuBackend.SimulatedProcess> processes) {
     return knownNode(node)
-        .thenCompose(d -> nodeRecord(node))
+        .thenCompose(d -> asks.nodeRecord(node))
         .thenCompose(
             record -> {
               if (!local.samples(node)) {
@@ -834,11 +831,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     CompletionStage<List<String>> nodes =
         node.isPresent()
             ? knownNode(node.get()).thenApply(d -> List.of(node.get()))
-            : registeredNodes();
+            : asks.registeredNodes();
     // Each node's arbiter is the authority on its pods: one snapshot per node, and each pod's own
     // record (Events, conditions) beside it.
     return nodes
-        .thenCompose(names -> all(names.stream().map(this::podsOf).toList()))
+        .thenCompose(names -> ServiceAsks.all(names.stream().map(this::podsOf).toList()))
         .thenApply(
             perNode ->
                 perNode.stream()
@@ -849,8 +846,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** The pods of one node, from one snapshot of its arbiter's book. */
   private CompletionStage<List<PodView>> podsOf(String node) {
-    return book(node)
-        .thenCombine(nodeRecord(node), (b, r) -> Map.entry(b, r))
+    return asks.book(node)
+        .thenCombine(asks.nodeRecord(node), (b, r) -> Map.entry(b, r))
         .thenCompose(
             br -> {
               NodeArbiter.BookView b = br.getKey();
@@ -859,7 +856,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                 NodeArbiter.Outcome decided =
                     NodeArbiter.Outcome.of(b.book(), m.key().entityId(), b.now());
                 views.add(
-                    podRecord(new Placed(node, m.key()))
+                    asks.podRecord(new Placed(node, m.key()))
                         .thenApply(
                             rec -> {
                               PodView v = BookViews.pod(m.key(), node, decided, rec);
@@ -868,7 +865,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                                   : withGpuUse(v, br.getValue());
                             }));
               }
-              return all(views);
+              return ServiceAsks.all(views);
             });
   }
 
@@ -882,7 +879,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return placed(namespace, name)
         .thenCompose(
             p ->
-                arbiterAsk(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
+                asks.decide(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
                     .thenCompose(o -> podView(p, o)));
   }
 
@@ -891,104 +888,20 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return placed(namespace, name)
         .thenCompose(
             p ->
-                arbiterAsk(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
+                asks.decide(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
                     .thenCompose(o -> podView(p, o)));
   }
 
   @Override
   public CompletionStage<PodView> awaitGrant(String namespace, String name, Duration wait) {
     return placed(namespace, name)
-        .thenCompose(
-            p -> {
-              CompletableFuture<PodView> result = new CompletableFuture<>();
-              Consumer<Boolean> listener =
-                  deleted ->
-                      podView(p)
-                          .whenComplete(
-                              (v, e) -> {
-                                if (e != null) {
-                                  result.completeExceptionally(e);
-                                } else if (PodState.RUNNING.display().equals(v.state())) {
-                                  result.complete(v);
-                                }
-                              });
-              String ref = p.key().ref();
-              listen(ref, listener);
-              result.whenComplete((v, e) -> unlisten(ref, listener));
-              podView(p)
-                  .whenComplete(
-                      (v, e) -> {
-                        if (e != null) {
-                          result.completeExceptionally(e);
-                        } else if (PodState.RUNNING.display().equals(v.state())) {
-                          result.complete(v);
-                        }
-                      });
-              system
-                  .scheduler()
-                  .scheduleOnce(
-                      wait,
-                      () ->
-                          podView(p)
-                              .whenComplete(
-                                  (v, e) -> {
-                                    if (e != null) {
-                                      result.completeExceptionally(e);
-                                    } else {
-                                      result.complete(v);
-                                    }
-                                  }),
-                      system.executionContext());
-              return result;
-            });
+        .thenCompose(p -> watches.awaitRunning(p.key().ref(), wait, () -> podView(p)));
   }
 
   @Override
   public Source<PodView, NotUsed> watch(String namespace, String name) {
     return Source.completionStage(placed(namespace, name).toCompletableFuture())
-        .flatMapConcat(this::watch);
-  }
-
-  private Source<PodView, NotUsed> watch(Placed p) {
-    return Source.<PodView>queue(64, OverflowStrategy.dropHead())
-        .mapMaterializedValue(
-            queue -> {
-              String ref = p.key().ref();
-              // Views are fetched one after another, so the stream sees changes in order.
-              AtomicReference<CompletableFuture<Done>> chain =
-                  new AtomicReference<>(CompletableFuture.completedFuture(Done.getInstance()));
-              // One view per change users can see: a change that shows nothing new sends nothing.
-              AtomicReference<PodView> last = new AtomicReference<>();
-              Consumer<Boolean> listener =
-                  deleted ->
-                      chain.updateAndGet(
-                          previous ->
-                              previous
-                                  .thenCompose(d -> podView(p).toCompletableFuture())
-                                  .handle(
-                                      (v, e) -> {
-                                        if (v != null && !v.equals(last.getAndSet(v))) {
-                                          queue.offer(v);
-                                        }
-                                        if (deleted || e != null) {
-                                          queue.complete();
-                                        }
-                                        return Done.getInstance();
-                                      }));
-              listen(ref, listener);
-              queue.watchCompletion().whenComplete((d, e) -> unlisten(ref, listener));
-              podView(p)
-                  .whenComplete(
-                      (v, e) -> {
-                        if (v != null) {
-                          last.compareAndSet(null, v);
-                          queue.offer(v);
-                        } else {
-                          queue.fail(e);
-                        }
-                      });
-              return NotUsed.getInstance();
-            });
+        .flatMapConcat(p -> watches.watch(p.key().ref(), () -> podView(p)));
   }
 
   @Override
@@ -1004,21 +917,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         system.log().warn("a change listener failed on pod {}: {}", key.ref(), e.toString());
       }
     }
-    List<Consumer<Boolean>> list = listeners.get(key.ref());
-    if (list != null) {
-      list.forEach(l -> l.accept(deleted));
-    }
-  }
-
-  private void listen(String ref, Consumer<Boolean> listener) {
-    listeners.computeIfAbsent(ref, r -> new CopyOnWriteArrayList<>()).add(listener);
-  }
-
-  private void unlisten(String ref, Consumer<Boolean> listener) {
-    List<Consumer<Boolean>> list = listeners.get(ref);
-    if (list != null) {
-      list.remove(listener);
-    }
+    watches.changed(key.ref(), deleted);
   }
 
   // ---- clock ----
@@ -1055,8 +954,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** Timers due before {@code target} fire in order: time stops at each, every arbiter looks. */
   private CompletionStage<Done> fireTimersUntil(ManualClock manual, Instant target) {
-    return nodeNames()
-        .thenCompose(names -> all(names.stream().map(this::book).toList()))
+    return asks.nodeNames()
+        .thenCompose(names -> ServiceAsks.all(names.stream().map(asks::book).toList()))
         .thenCompose(
             books -> {
               Optional<Instant> next =
@@ -1065,7 +964,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       .filter(t -> t != null && !t.isAfter(target))
                       .min(Comparator.naturalOrder());
               if (next.isEmpty()) {
-                return done();
+                return ServiceAsks.done();
               }
               manual.advanceTo(next.get());
               return tickAll().thenCompose(d -> fireTimersUntil(manual, target));
@@ -1073,17 +972,19 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   private CompletionStage<Done> tickAll() {
-    return nodeNames()
+    return asks.nodeNames()
         .thenCompose(
-            names -> all(names.stream().map(n -> arbiterAsk(n, NodeArbiter.Tick::new)).toList()))
+            names ->
+                ServiceAsks.all(
+                    names.stream().map(n -> asks.decide(n, NodeArbiter.Tick::new)).toList()))
         .thenApply(x -> Done.getInstance());
   }
 
   // ---- views ----
 
   private CompletionStage<NodeView> nodeView(String name) {
-    return nodeRecord(name)
-        .thenCombine(book(name), (r, b) -> BookViews.node(r, b, settings.reservedPerGpu()));
+    return asks.nodeRecord(name)
+        .thenCombine(asks.book(name), (r, b) -> BookViews.node(r, b, settings.reservedPerGpu()));
   }
 
   /**
@@ -1097,14 +998,16 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** The pod's view with the decision state {@code decided} the arbiter answered with. */
   private CompletionStage<PodView> podView(Placed p, NodeArbiter.Outcome decided) {
-    return podRecord(p).thenCompose(r -> withGpuUse(BookViews.pod(p.key(), p.node(), decided, r)));
+    return asks.podRecord(p)
+        .thenCompose(r -> withGpuUse(BookViews.pod(p.key(), p.node(), decided, r)));
   }
 
   private CompletionStage<Optional<PodView>> maybePodView(Placed p) {
     CompletionStage<NodeArbiter.Outcome> decided =
         entities.arbiter(p.node()).ask(r -> new NodeArbiter.GetPod(p.key().entityId(), r), timeout);
     return decided
-        .thenCombine(podRecord(p), (o, r) -> o.ok() ? BookViews.pod(p.key(), p.node(), o, r) : null)
+        .thenCombine(
+            asks.podRecord(p), (o, r) -> o.ok() ? BookViews.pod(p.key(), p.node(), o, r) : null)
         .thenCompose(
             v ->
                 v == null
@@ -1112,16 +1015,12 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                     : withGpuUse(v).thenApply(Optional::of));
   }
 
-  private CompletionStage<PodActor.Record> podRecord(Placed p) {
-    return entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
-  }
-
   /** A Running share: its telemetry, and what its workload exports (GPU memory). */
   private CompletionStage<PodView> withGpuUse(PodView view) {
     if (view.gpu() == null || view.limits() == null) {
       return CompletableFuture.completedFuture(view);
     }
-    return nodeRecord(view.node()).thenApply(n -> withGpuUse(view, n));
+    return asks.nodeRecord(view.node()).thenApply(n -> withGpuUse(view, n));
   }
 
   private PodView withGpuUse(PodView v, NodeActor.Record node) {
@@ -1135,7 +1034,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   // ---- plumbing ----
 
   private CompletionStage<Placed> placed(String namespace, String name) {
-    return lookup(namespace, name)
+    return asks.lookup(namespace, name)
         .thenApply(
             p -> {
               if (p.isEmpty()) {
@@ -1143,14 +1042,6 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               }
               return p.get();
             });
-  }
-
-  /** The pod that goes by the name, from the cluster-wide index. */
-  private CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
-    return entities
-        .podIndex(namespace + "/" + name)
-        .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)
-        .thenApply(e -> e.free() ? Optional.empty() : Optional.of(new Placed(e.node(), e.key())));
   }
 
   private static ServiceException podNotFound(String namespace, String name) {
@@ -1173,7 +1064,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               "node " + name + " not found (not a valid node name)",
               List.of(new FieldError("node", name, "node " + name + " not found"))));
     }
-    return nodeRecord(name)
+    return asks.nodeRecord(name)
         .thenApply(
             record -> {
               if (!record.registered()) {
@@ -1191,69 +1082,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             });
   }
 
-  /** Nodes known to the directory (a crash may leave one listed but never registered). */
-  private CompletionStage<List<String>> nodeNames() {
-    return entities
-        .directory()
-        .<NodeDirectory.Nodes>ask(NodeDirectory.GetNodes::new, timeout)
-        .thenApply(NodeDirectory.Nodes::names);
-  }
-
-  /** Nodes that are registered: what users see. */
-  private CompletionStage<List<String>> registeredNodes() {
-    return nodeNames()
-        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
-        .thenApply(
-            records ->
-                records.stream()
-                    .filter(NodeActor.Record::registered)
-                    .map(r -> r.manifest().name())
-                    .toList());
-  }
-
-  private CompletionStage<NodeActor.Record> nodeRecord(String name) {
-    return entities.node(name).ask(NodeActor.GetRecord::new, timeout);
-  }
-
-  private CompletionStage<NodeArbiter.BookView> book(String node) {
-    return entities.arbiter(node).ask(NodeArbiter.GetBook::new, timeout);
-  }
-
-  private CompletionStage<NodeArbiter.Outcome> arbiterAsk(
-      String node,
-      org.apache.pekko.japi.function.Function<ActorRef<NodeArbiter.Outcome>, NodeArbiter.Command>
-          command) {
-    return entities
-        .arbiter(node)
-        .ask(command, timeout)
-        .thenApply(
-            outcome -> {
-              if (outcome.ok()) {
-                return outcome;
-              }
-              Kind kind = "NOT_FOUND".equals(outcome.error()) ? Kind.NOT_FOUND : Kind.CONFLICT;
-              String field = "metadata.labels[" + SharePolicy.LABEL + "]";
-              String value =
-                  outcome.status() == null || outcome.status().spec().policy() == null
-                      ? null
-                      : outcome.status().spec().policy().label();
-              throw new ServiceException(
-                  kind, outcome.detail(), List.of(new FieldError(field, value, outcome.detail())));
-            });
-  }
-
   private static int gpuCount(NodeManifest manifest) {
     return Integer.parseInt(manifest.capacity().get("nvidia.com/gpu").trim());
-  }
-
-  private static CompletionStage<Done> done() {
-    return CompletableFuture.completedFuture(Done.getInstance());
-  }
-
-  private static <T> CompletionStage<List<T>> all(List<? extends CompletionStage<T>> stages) {
-    List<CompletableFuture<T>> futures =
-        stages.stream().map(CompletionStage::toCompletableFuture).toList();
-    return CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
-        .thenApply(v -> futures.stream().map(CompletableFuture::join).toList());
   }
 }

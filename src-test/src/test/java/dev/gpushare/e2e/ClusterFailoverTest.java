@@ -17,8 +17,6 @@ import dev.gpushare.e2e.AckedRequests.Op;
 import dev.gpushare.e2e.AckedRequests.Track;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -571,76 +569,16 @@ class ClusterFailoverTest {
     }
 
     private void checkNode(JsonNode n) {
-      if (n == null) {
-        return;
-      }
-      samples.incrementAndGet();
-      Set<String> held = new HashSet<>();
-      for (JsonNode g : n.path("gpus")) {
-        int core = g.path("inUse").path("core").asInt();
-        int mem = g.path("inUse").path("memory").asInt();
-        if (core > 100 || mem > 100) {
-          violations.add("GPU over 100%: " + g);
-        }
-        for (JsonNode p : g.path("pods")) {
-          if (!held.add(p.asText())) {
-            violations.add("pod on two GPUs: " + p.asText() + " in " + n.path("gpus"));
-          }
-        }
-      }
-      int pos = 1;
-      for (JsonNode q : n.path("queue")) {
-        if (q.path("position").asInt() != pos++) {
-          violations.add("queue positions not 1..n: " + n.path("queue"));
-          break;
-        }
-        if (held.contains(q.path("pod").asText())) {
-          violations.add("pod both queued and on a GPU: " + q.path("pod").asText() + " in " + n);
-        }
+      if (n != null) {
+        samples.incrementAndGet();
+        violations.addAll(TornViews.ofNode(n));
       }
     }
 
     private void checkPods(JsonNode list) {
-      if (list == null) {
-        return;
-      }
-      samples.incrementAndGet();
-      Map<Integer, int[]> sums = new HashMap<>();
-      List<Integer> positions = new ArrayList<>();
-      for (JsonNode p : list.path("items")) {
-        String state = p.path("state").asText();
-        boolean onGpu = !Checks.isNull(p.get("gpu"));
-        boolean queued = !Checks.isNull(p.get("queuePosition"));
-        if ("Running".equals(state)) {
-          if (!onGpu || queued) {
-            violations.add("Running pod not on exactly one GPU, or queued: " + p);
-          } else {
-            int[] sum = sums.computeIfAbsent(p.path("gpu").path("index").asInt(), i -> new int[2]);
-            sum[0] += p.path("limits").path("core").asInt();
-            sum[1] += p.path("limits").path("memory").asInt();
-          }
-        } else if ("Ready".equals(state)) {
-          if (onGpu || !queued) {
-            violations.add("Ready pod on a GPU, or not queued: " + p);
-          } else {
-            positions.add(p.path("queuePosition").asInt());
-          }
-        } else if (onGpu || queued) {
-          violations.add(state + " pod on a GPU or queued: " + p);
-        }
-      }
-      sums.forEach(
-          (gpu, sum) -> {
-            if (sum[0] > 100 || sum[1] > 100) {
-              violations.add("GPU " + gpu + " limits over 100%: " + list);
-            }
-          });
-      positions.sort(null);
-      for (int i = 0; i < positions.size(); i++) {
-        if (positions.get(i) != i + 1) {
-          violations.add("queue positions not 1..n: " + positions);
-          break;
-        }
+      if (list != null) {
+        samples.incrementAndGet();
+        violations.addAll(TornViews.ofPodList(list));
       }
     }
 

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.AppenderBase;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -371,6 +372,9 @@ class ClusterPartitionTest {
 
     // 2. Answers and the invariants while it happened and after.
     assertEquals(List.of(), List.copyOf(stream.wrongAnswers), "answers contradicting the request");
+    // Every view read through any member, all along, was one consistent snapshot.
+    assertEquals(List.of(), List.copyOf(stream.torn), "views that broke invariants 1-3");
+    assertTrue(stream.samples.get() > 0, "the monitor read n1's views");
     List<Op> refused =
         stream.failures().stream().filter(o -> o.status >= 400 && o.status < 500).toList();
     assertEquals(List.of(), refused, "4xx answers for valid requests during the partition");
@@ -470,6 +474,12 @@ class ClusterPartitionTest {
     final List<Thread> threads = new ArrayList<>();
     final ConcurrentLinkedQueue<Throwable> crashes = new ConcurrentLinkedQueue<>();
     final Set<String> gone = ConcurrentHashMap.newKeySet();
+
+    /** What the monitor saw that no view may show (TornViews), and how many views it read. */
+    final ConcurrentLinkedQueue<String> torn = new ConcurrentLinkedQueue<>();
+
+    final AtomicInteger samples = new AtomicInteger();
+    Thread monitor;
     volatile boolean stopping;
 
     Stream(List<Api> via, List<List<String>> work) {
@@ -495,6 +505,36 @@ class ClusterPartitionTest {
         threads.add(th);
       }
       threads.forEach(Thread::start);
+      monitor = new Thread(this::monitor, "ClusterPartitionTest-monitor");
+      monitor.setDaemon(true);
+      monitor.start();
+    }
+
+    /** Reads n1's node view and pod list through every member still up, all along. */
+    private void monitor() {
+      while (!stopping) {
+        for (Api api : via) {
+          if (gone.contains(api.base().toString())) {
+            continue;
+          }
+          sample(api, "/v1/nodes/n1", TornViews::ofNode);
+          sample(api, "/v1/pods?node=n1", TornViews::ofPodList);
+        }
+        sleep(250);
+      }
+    }
+
+    private void sample(
+        Api api, String path, java.util.function.Function<JsonNode, List<String>> check) {
+      try {
+        Api.Resp r = api.get(path);
+        if (r.status() == 200) {
+          samples.incrementAndGet();
+          check.apply(r.json()).forEach(v -> torn.add(api.base() + path + ": " + v));
+        }
+      } catch (RuntimeException e) {
+        // a member being cut off or stopping: nothing to check
+      }
     }
 
     boolean failed() {
@@ -516,6 +556,7 @@ class ClusterPartitionTest {
 
     void stop() throws InterruptedException {
       stopping = true;
+      monitor.join(TimeUnit.SECONDS.toMillis(90));
       for (Thread th : threads) {
         th.join(TimeUnit.SECONDS.toMillis(90));
         assertFalse(th.isAlive(), () -> th.getName() + " did not stop");

@@ -76,11 +76,16 @@ class PostgresReferenceExampleTest extends ReferenceExampleTest {
     assertRunningOn(api.demand(pod), 0);
     api.release(pod);
     String podId = "Pod|" + Api.NS + "/" + pod + "/" + uid;
+    String arbiterId = "NodeArbiter|" + node;
 
-    long rows =
+    long podRows =
         PostgresServer.queryLong(
             url, "SELECT count(*) FROM event_journal WHERE persistence_id = '" + podId + "'");
-    assertTrue(rows >= 3, () -> "the pod's events are rows of event_journal: " + rows);
+    assertEquals(1, podRows, "the pod's own record: its spec seen, nothing for a grant");
+    long rows =
+        PostgresServer.queryLong(
+            url, "SELECT count(*) FROM event_journal WHERE persistence_id = '" + arbiterId + "'");
+    assertTrue(rows >= 5, () -> "the node's decisions are rows of event_journal: " + rows);
     assertFalse(
         Files.exists(dataDir.resolve("journal.mv.db")), "no H2 journal beside the PostgreSQL one");
 
@@ -91,7 +96,7 @@ class PostgresReferenceExampleTest extends ReferenceExampleTest {
     assertEquals(ids.lines().stream().sorted().toList(), ids.lines(), "sorted");
 
     CommandProcess.Result events =
-        CommandProcess.run(env(), "journal", podId, "--config", config.toString());
+        CommandProcess.run(env(), "journal", arbiterId, "--config", config.toString());
     assertEquals(0, events.status(), events::toString);
     List<String> lines = events.lines();
     assertEquals(rows, lines.size(), events::toString);
@@ -107,7 +112,15 @@ class PostgresReferenceExampleTest extends ReferenceExampleTest {
 
     CommandProcess.Result page =
         CommandProcess.run(
-            env(), "journal", podId, "--from", "2", "--limit", "1", "--config", config.toString());
+            env(),
+            "journal",
+            arbiterId,
+            "--from",
+            "2",
+            "--limit",
+            "1",
+            "--config",
+            config.toString());
     assertEquals(0, page.status(), page::toString);
     assertEquals(1, page.lines().size(), page::toString);
     assertTrue(page.lines().get(0).startsWith("2  "), page::toString);

@@ -1,0 +1,133 @@
+package dev.gpushare.node;
+
+import dev.gpushare.arbiter.PodState;
+import dev.gpushare.node.api.Views.PodView;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Source;
+
+/**
+ * The data plane's waiting (API.md "Data plane"): the long poll that returns once a pod is Running
+ * and the watch that sends one view per change users can see. Both look again whenever this member
+ * hears that the pod changed (a durable decision of its arbiter, or its record's Events), from any
+ * member; each look is a fresh view, so what they send is always one snapshot of the arbiter.
+ */
+final class PodWatches {
+  private final ActorSystem<?> system;
+  private final Map<String, List<Consumer<Boolean>>> listeners = new ConcurrentHashMap<>();
+
+  PodWatches(ActorSystem<?> system) {
+    this.system = system;
+  }
+
+  /** The pod {@code ref} ({@code ns/name}) changed; {@code deleted}: it is gone. */
+  void changed(String ref, boolean deleted) {
+    List<Consumer<Boolean>> list = listeners.get(ref);
+    if (list != null) {
+      list.forEach(l -> l.accept(deleted));
+    }
+  }
+
+  /** The view once the pod is Running, or the view at {@code wait}, whichever comes first. */
+  CompletionStage<PodView> awaitRunning(
+      String ref, Duration wait, Supplier<CompletionStage<PodView>> view) {
+    CompletableFuture<PodView> result = new CompletableFuture<>();
+    Consumer<Boolean> onChange = deleted -> completeIfRunning(view.get(), result);
+    listen(ref, onChange);
+    result.whenComplete((v, e) -> unlisten(ref, onChange));
+    completeIfRunning(view.get(), result);
+    system
+        .scheduler()
+        .scheduleOnce(
+            wait,
+            () ->
+                view.get()
+                    .whenComplete(
+                        (v, e) -> {
+                          if (e != null) {
+                            result.completeExceptionally(e);
+                          } else {
+                            result.complete(v);
+                          }
+                        }),
+            system.executionContext());
+    return result;
+  }
+
+  private static void completeIfRunning(
+      CompletionStage<PodView> view, CompletableFuture<PodView> result) {
+    view.whenComplete(
+        (v, e) -> {
+          if (e != null) {
+            result.completeExceptionally(e);
+          } else if (PodState.RUNNING.display().equals(v.state())) {
+            result.complete(v);
+          }
+        });
+  }
+
+  /** The pod's view now, then one per change users can see, until it is gone. */
+  Source<PodView, NotUsed> watch(String ref, Supplier<CompletionStage<PodView>> view) {
+    return Source.<PodView>queue(64, OverflowStrategy.dropHead())
+        .mapMaterializedValue(
+            queue -> {
+              // Views are fetched one after another, so the stream sees changes in order.
+              AtomicReference<CompletableFuture<Done>> chain =
+                  new AtomicReference<>(CompletableFuture.completedFuture(Done.getInstance()));
+              // A change that shows nothing new sends nothing.
+              AtomicReference<PodView> last = new AtomicReference<>();
+              Consumer<Boolean> onChange =
+                  deleted ->
+                      chain.updateAndGet(
+                          previous ->
+                              previous
+                                  .thenCompose(d -> view.get().toCompletableFuture())
+                                  .handle(
+                                      (v, e) -> {
+                                        if (v != null && !v.equals(last.getAndSet(v))) {
+                                          queue.offer(v);
+                                        }
+                                        if (deleted || e != null) {
+                                          queue.complete();
+                                        }
+                                        return Done.getInstance();
+                                      }));
+              listen(ref, onChange);
+              queue.watchCompletion().whenComplete((d, e) -> unlisten(ref, onChange));
+              view.get()
+                  .whenComplete(
+                      (v, e) -> {
+                        if (v != null) {
+                          last.compareAndSet(null, v);
+                          queue.offer(v);
+                        } else {
+                          queue.fail(e);
+                        }
+                      });
+              return NotUsed.getInstance();
+            });
+  }
+
+  private void listen(String ref, Consumer<Boolean> listener) {
+    listeners.computeIfAbsent(ref, r -> new CopyOnWriteArrayList<>()).add(listener);
+  }
+
+  private void unlisten(String ref, Consumer<Boolean> listener) {
+    List<Consumer<Boolean>> list = listeners.get(ref);
+    if (list != null) {
+      list.remove(listener);
+    }
+  }
+}

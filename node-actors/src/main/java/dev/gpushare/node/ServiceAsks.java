@@ -1,0 +1,119 @@
+package dev.gpushare.node;
+
+import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.SharePolicy;
+import dev.gpushare.arbiter.actor.NodeArbiter;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.ServiceException.Kind;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.japi.function.Function;
+
+/**
+ * The service's asks of its entities, typed, with the one mapping of an arbiter's refusal to the
+ * API's errors. Every ask goes to one entity and completes on the actor system's dispatcher.
+ */
+final class ServiceAsks {
+
+  /** Where a pod lives: its node and full key. */
+  record Placed(String node, PodKey key) {}
+
+  private final Entities entities;
+  private final Duration timeout;
+
+  ServiceAsks(Entities entities, Duration timeout) {
+    this.entities = entities;
+    this.timeout = timeout;
+  }
+
+  /** Nodes known to the directory (a crash may leave one listed but never registered). */
+  CompletionStage<List<String>> nodeNames() {
+    return entities
+        .directory()
+        .<NodeDirectory.Nodes>ask(NodeDirectory.GetNodes::new, timeout)
+        .thenApply(NodeDirectory.Nodes::names);
+  }
+
+  /** Nodes that are registered: what users see. */
+  CompletionStage<List<String>> registeredNodes() {
+    return nodeNames()
+        .thenCompose(names -> all(names.stream().map(this::nodeRecord).toList()))
+        .thenApply(
+            records ->
+                records.stream()
+                    .filter(NodeActor.Record::registered)
+                    .map(r -> r.manifest().name())
+                    .toList());
+  }
+
+  CompletionStage<NodeActor.Record> nodeRecord(String name) {
+    return entities.node(name).ask(NodeActor.GetRecord::new, timeout);
+  }
+
+  /** One snapshot of the node's arbiter. */
+  CompletionStage<NodeArbiter.BookView> book(String node) {
+    return entities.arbiter(node).ask(NodeArbiter.GetBook::new, timeout);
+  }
+
+  /** One pod's decision state from its node's arbiter (NOT_FOUND as an outcome, not thrown). */
+  CompletionStage<NodeArbiter.Outcome> decided(Placed p) {
+    return entities
+        .arbiter(p.node())
+        .ask(r -> new NodeArbiter.GetPod(p.key().entityId(), r), timeout);
+  }
+
+  /** The pod's own record: its Events and conditions. */
+  CompletionStage<PodActor.Record> podRecord(Placed p) {
+    return entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
+  }
+
+  /** The pod that goes by the name, from the cluster-wide index. */
+  CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
+    return entities
+        .podIndex(namespace + "/" + name)
+        .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)
+        .thenApply(e -> e.free() ? Optional.empty() : Optional.of(new Placed(e.node(), e.key())));
+  }
+
+  /**
+   * A command to the node's arbiter, answered once its round is written; a refusal fails the stage
+   * with the API's error: NOT_FOUND, or CONFLICT naming the pod's policy label.
+   */
+  CompletionStage<NodeArbiter.Outcome> decide(
+      String node, Function<ActorRef<NodeArbiter.Outcome>, NodeArbiter.Command> command) {
+    return entities
+        .arbiter(node)
+        .ask(command, timeout)
+        .thenApply(
+            outcome -> {
+              if (outcome.ok()) {
+                return outcome;
+              }
+              Kind kind = "NOT_FOUND".equals(outcome.error()) ? Kind.NOT_FOUND : Kind.CONFLICT;
+              String field = "metadata.labels[" + SharePolicy.LABEL + "]";
+              String value =
+                  outcome.status() == null || outcome.status().spec().policy() == null
+                      ? null
+                      : outcome.status().spec().policy().label();
+              throw new ServiceException(
+                  kind, outcome.detail(), List.of(new FieldError(field, value, outcome.detail())));
+            });
+  }
+
+  static CompletionStage<Done> done() {
+    return CompletableFuture.completedFuture(Done.getInstance());
+  }
+
+  static <T> CompletionStage<List<T>> all(List<? extends CompletionStage<T>> stages) {
+    List<CompletableFuture<T>> futures =
+        stages.stream().map(CompletionStage::toCompletableFuture).toList();
+    return CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new))
+        .thenApply(v -> futures.stream().map(CompletableFuture::join).toList());
+  }
+}
