@@ -878,18 +878,28 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   public CompletionStage<PodView> demand(String namespace, String name) {
     return placed(namespace, name)
         .thenCompose(
-            p ->
-                asks.decide(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
-                    .thenCompose(o -> podView(p, o)));
+            p -> {
+              // The pod's record and its node's GPUs are read while the arbiter decides: the
+              // answer waits for the decision's write and nothing after it.
+              CompletionStage<PodActor.Record> record = asks.podRecord(p);
+              CompletionStage<NodeActor.Record> node = asks.nodeRecord(p.node());
+              return asks.decide(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
+                  .thenCombine(record, (o, r) -> BookViews.pod(p.key(), p.node(), o, r))
+                  .thenCombine(
+                      node, (v, n) -> v.gpu() == null || v.limits() == null ? v : withGpuUse(v, n));
+            });
   }
 
   @Override
   public CompletionStage<PodView> release(String namespace, String name) {
     return placed(namespace, name)
         .thenCompose(
-            p ->
-                asks.decide(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
-                    .thenCompose(o -> podView(p, o)));
+            p -> {
+              CompletionStage<PodActor.Record> record = asks.podRecord(p);
+              return asks.decide(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
+                  .thenCombine(record, (o, r) -> BookViews.pod(p.key(), p.node(), o, r))
+                  .thenCompose(this::withGpuUse);
+            });
   }
 
   @Override

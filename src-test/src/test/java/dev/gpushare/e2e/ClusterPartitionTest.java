@@ -82,6 +82,10 @@ import scala.jdk.javaapi.FutureConverters;
  * records these lines with {@link System#nanoTime()} as they are written (typed actors log
  * synchronously), across the three members of the one JVM; the test asserts that for each node the
  * spans of different members never overlap.
+ *
+ * <p>All along, a monitor reads n1's node view and pod list through every member still up, the
+ * cut-off one included while it decides: each view is one snapshot of an arbiter's book, so none
+ * may ever break invariants 1–3 ({@link TornViews}).
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ClusterPartitionTest {

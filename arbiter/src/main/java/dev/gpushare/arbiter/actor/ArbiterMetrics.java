@@ -29,9 +29,9 @@ public interface ArbiterMetrics {
   default void preempted(String node, PodKey preemptor, List<PodKey> victims) {}
 
   /**
-   * A command that started or joined a round was answered: {@code elapsed} runs from the command's
-   * arrival at the arbiter (time spent stashed behind an earlier round included) to the end of the
-   * round, when every decision it caused is persisted and carried out.
+   * A command's round is written (or found nothing to write) and its answer goes out next: {@code
+   * elapsed} runs from the command's arrival at the arbiter (time spent waiting for an earlier
+   * round's write included) to the end of its own round's write.
    */
   default void roundEnded(String node, Duration elapsed) {}
 
