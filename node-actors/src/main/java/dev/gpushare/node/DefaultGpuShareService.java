@@ -1,5 +1,8 @@
 package dev.gpushare.node;
 
+import static dev.gpushare.node.ServiceAsks.all;
+import static dev.gpushare.node.ServiceAsks.done;
+
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.KubernetesNames;
@@ -101,7 +104,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** Registers configured nodes that are new, then brings every known node in line. */
   CompletionStage<Done> start() {
-    CompletionStage<Done> chain = ServiceAsks.done();
+    CompletionStage<Done> chain = done();
     for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
       String name = sim.manifest().name();
       chain =
@@ -111,7 +114,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       .thenCompose(
                           record ->
                               record.registered()
-                                  ? ServiceAsks.done()
+                                  ? done()
                                   : register(sim.manifest(), sim.gpuModel(), sim.gpuMemoryMiB())
                                       .thenApply(r -> Done.getInstance())));
     }
@@ -119,7 +122,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(d -> asks.nodeNames())
         .thenCompose(
             names -> {
-              CompletionStage<Done> recovery = ServiceAsks.done();
+              CompletionStage<Done> recovery = done();
               for (String node : names) {
                 recovery = recovery.thenCompose(d -> recoverPatiently(node, 3));
               }
@@ -142,7 +145,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .handle(
             (d, e) -> {
               if (e == null) {
-                return ServiceAsks.done();
+                return done();
               }
               if (attemptsLeft > 1) {
                 system
@@ -156,7 +159,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       "node {} did not answer at start: {}; it recovers on its next message",
                       node,
                       e.toString());
-              return ServiceAsks.done();
+              return done();
             })
         .thenCompose(x -> x);
   }
@@ -172,7 +175,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     asks.nodeNames()
         .thenCompose(
             names -> {
-              CompletionStage<Done> chain = ServiceAsks.done();
+              CompletionStage<Done> chain = done();
               for (String node : names) {
                 chain = chain.thenCompose(d -> recover(node));
               }
@@ -198,7 +201,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             record -> {
               if (!record.registered()) {
-                return ServiceAsks.done();
+                return done();
               }
               // Every bound pod holds its name in the index (a crash may have lost the claim).
               record
@@ -240,7 +243,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   @Override
   public CompletionStage<List<NodeView>> nodes() {
     return asks.registeredNodes()
-        .thenCompose(names -> ServiceAsks.all(names.stream().map(this::nodeView).toList()));
+        .thenCompose(names -> all(names.stream().map(this::nodeView).toList()));
   }
 
   @Override
@@ -294,7 +297,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** Removing GPUs that hold shares would strand pods: refuse. */
   private CompletionStage<Done> shrinkConflict(String name, NodeActor.Record before, int gpus) {
     if (!before.registered() || gpus >= before.gpus().size()) {
-      return ServiceAsks.done();
+      return done();
     }
     return asks.book(name)
         .thenApply(
@@ -346,7 +349,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** GPUs described to their actors, the arbiter told the GPUs and the config in force. */
   private CompletionStage<Done> syncArbiter(String node, NodeActor.Record record) {
     if (!record.registered()) {
-      return ServiceAsks.done();
+      return done();
     }
     List<CompletionStage<Done>> describes = new ArrayList<>();
     List<ShareBook.GpuSlot> slots = new ArrayList<>();
@@ -354,7 +357,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       describes.add(entities.gpu(node, d.uuid()).ask(r -> new GpuActor.Describe(d, r), timeout));
       slots.add(new ShareBook.GpuSlot(d.index(), d.uuid(), record.healthy(d.uuid())));
     }
-    return ServiceAsks.all(describes)
+    return all(describes)
         .thenCompose(d -> asks.decide(node, r -> new NodeArbiter.SetGpus(slots, r)))
         .thenCompose(
             o ->
@@ -472,7 +475,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             entry -> {
               if (entry.key().uid().equals(key.uid())) {
-                return ServiceAsks.done();
+                return done();
               }
               return asks.nodeRecord(entry.node())
                   .thenCompose(
@@ -520,7 +523,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     // The embedded scheduler: among nodes whose policy in force takes the pod and whose
     // allocatable has room for its requests, the fullest one (best fit), ties by name.
     return asks.nodeNames()
-        .thenCompose(names -> ServiceAsks.all(names.stream().map(asks::nodeRecord).toList()))
+        .thenCompose(names -> all(names.stream().map(asks::nodeRecord).toList()))
         .thenApply(
             records -> {
               List<String> reasons = new ArrayList<>();
@@ -835,7 +838,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     // Each node's arbiter is the authority on its pods: one snapshot per node, and each pod's own
     // record (Events, conditions) beside it.
     return nodes
-        .thenCompose(names -> ServiceAsks.all(names.stream().map(this::podsOf).toList()))
+        .thenCompose(names -> all(names.stream().map(this::podsOf).toList()))
         .thenApply(
             perNode ->
                 perNode.stream()
@@ -865,7 +868,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                                   : withGpuUse(v, br.getValue());
                             }));
               }
-              return ServiceAsks.all(views);
+              return all(views);
             });
   }
 
@@ -965,7 +968,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** Timers due before {@code target} fire in order: time stops at each, every arbiter looks. */
   private CompletionStage<Done> fireTimersUntil(ManualClock manual, Instant target) {
     return asks.nodeNames()
-        .thenCompose(names -> ServiceAsks.all(names.stream().map(asks::book).toList()))
+        .thenCompose(names -> all(names.stream().map(asks::book).toList()))
         .thenCompose(
             books -> {
               Optional<Instant> next =
@@ -974,7 +977,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                       .filter(t -> t != null && !t.isAfter(target))
                       .min(Comparator.naturalOrder());
               if (next.isEmpty()) {
-                return ServiceAsks.done();
+                return done();
               }
               manual.advanceTo(next.get());
               return tickAll().thenCompose(d -> fireTimersUntil(manual, target));
@@ -984,9 +987,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private CompletionStage<Done> tickAll() {
     return asks.nodeNames()
         .thenCompose(
-            names ->
-                ServiceAsks.all(
-                    names.stream().map(n -> asks.decide(n, NodeArbiter.Tick::new)).toList()))
+            names -> all(names.stream().map(n -> asks.decide(n, NodeArbiter.Tick::new)).toList()))
         .thenApply(x -> Done.getInstance());
   }
 

@@ -3,8 +3,6 @@ package dev.gpushare.arbiter.actor;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
@@ -32,7 +30,6 @@ import java.util.function.Function;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
 import org.apache.pekko.persistence.testkit.javadsl.PersistenceTestKit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -46,14 +43,6 @@ import org.junit.jupiter.api.Test;
  * catch up, and every read shows exactly what the journal holds.
  */
 class NodeArbiterCrashTest {
-  static final Config CONFIG =
-      ConfigFactory.parseString(
-              "pekko.loglevel = OFF\n"
-                  + "pekko.actor.serialization-bindings {\n"
-                  + "  \"dev.gpushare.arbiter.JsonSerializable\" = jackson-json\n"
-                  + "}\n")
-          .withFallback(EventSourcedBehaviorTestKit.config());
-
   static ActorTestKit testKit;
   static PersistenceTestKit journal;
   static int nodes;
@@ -96,7 +85,7 @@ class NodeArbiterCrashTest {
 
   @BeforeAll
   static void start() {
-    testKit = ActorTestKit.create("arbiter-crash-test", CONFIG);
+    testKit = ActorTestKit.create("arbiter-crash-test", NodeArbiterMetricsTest.CONFIG);
     journal = PersistenceTestKit.create(testKit.system());
   }
 
