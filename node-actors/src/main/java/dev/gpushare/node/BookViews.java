@@ -9,6 +9,7 @@ import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
+import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.WorkloadEnv;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuDevice;
@@ -157,7 +158,7 @@ final class BookViews {
                 usage.absoluteUtilization(),
                 usage.relativeUtilization(),
                 usage.processes()),
-        dev.gpushare.arbiter.SharePolicy.SHARE_POOL.label().equals(v.policy())
+        SharePolicy.SHARE_POOL.label().equals(v.policy())
             ? new WorkloadView(WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, mpsRoot))
             : null);
   }

@@ -886,8 +886,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               // answer waits for the decision's write and nothing after it.
               CompletionStage<PodActor.Record> record = asks.podRecord(p);
               CompletionStage<NodeActor.Record> node = asks.nodeRecord(p.node());
-              return asks.decide(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r))
-                  .thenCombine(record, (o, r) -> BookViews.pod(p.key(), p.node(), o, r))
+              return answered(
+                      p,
+                      asks.decide(p.node(), r -> new NodeArbiter.Demand(p.key().entityId(), r)),
+                      record)
                   .thenCombine(
                       node, (v, n) -> v.gpu() == null || v.limits() == null ? v : withGpuUse(v, n));
             });
@@ -899,8 +901,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             p -> {
               CompletionStage<PodActor.Record> record = asks.podRecord(p);
-              return asks.decide(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r))
-                  .thenCombine(record, (o, r) -> BookViews.pod(p.key(), p.node(), o, r))
+              return answered(
+                      p,
+                      asks.decide(p.node(), r -> new NodeArbiter.Release(p.key().entityId(), r)),
+                      record)
                   .thenCompose(this::withGpuUse);
             });
   }
@@ -1009,8 +1013,16 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   /** The pod's view with the decision state {@code decided} the arbiter answered with. */
   private CompletionStage<PodView> podView(Placed p, NodeArbiter.Outcome decided) {
-    return asks.podRecord(p)
-        .thenCompose(r -> withGpuUse(BookViews.pod(p.key(), p.node(), decided, r)));
+    return answered(p, CompletableFuture.completedFuture(decided), asks.podRecord(p))
+        .thenCompose(this::withGpuUse);
+  }
+
+  /** The view of the arbiter's answer beside the pod's own record, without telemetry. */
+  private static CompletionStage<PodView> answered(
+      Placed p,
+      CompletionStage<NodeArbiter.Outcome> decided,
+      CompletionStage<PodActor.Record> record) {
+    return decided.thenCombine(record, (o, r) -> BookViews.pod(p.key(), p.node(), o, r));
   }
 
   private CompletionStage<Optional<PodView>> maybePodView(Placed p) {

@@ -24,11 +24,6 @@ final class FakePeers implements ArbiterPeers {
     changes.clear();
   }
 
-  synchronized void clearNotices() {
-    notices.clear();
-    changes.clear();
-  }
-
   synchronized List<Notified> notices() {
     return List.copyOf(notices);
   }

@@ -540,7 +540,7 @@ class NodeArbiterTest {
     add("a", pool(50, 50));
     add("b", pool(50, 50));
     demand("a");
-    peers.clearNotices();
+    peers.reset();
     Instant now = clock.advance(Duration.ofSeconds(1));
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> reconcile =
@@ -580,7 +580,7 @@ class NodeArbiterTest {
     add("a", pool(50, 50));
     demand("a");
     long revision = kit.getState().revision();
-    peers.clearNotices();
+    peers.reset();
 
     run(r -> new Reconcile(List.of(), r));
 
@@ -606,7 +606,7 @@ class NodeArbiterTest {
     demand("d");
     demand("b");
     ShareBook before = kit.getState();
-    peers.clearNotices();
+    peers.reset();
 
     ShareBook after = kit.restart().state();
     assertEquals(before, after);
@@ -778,7 +778,7 @@ class NodeArbiterTest {
     run(Tick::new);
     ShareBook before = kit.getState();
     assertStatus(before.status(id("b")).orElseThrow(), PodState.RUNNING, 0);
-    peers.clearNotices();
+    peers.reset();
 
     // As if the previous incarnation had stopped after its write, before any notice went out.
     assertEquals(before, kit.restart().state());
@@ -791,7 +791,7 @@ class NodeArbiterTest {
         List.of(PodNotes.preemptorEvent(key("a"), now)), peers.lastNoticeTo(id("b")).events());
     assertEquals(List.of(), peers.noticesTo(id("c")), "c has nothing to catch up on");
 
-    peers.clearNotices();
+    peers.reset();
     kit.runCommand(new Resync(id("a")));
     assertEquals(victim, peers.lastNoticeTo(id("a")));
     kit.runCommand(new Resync(id("nobody")));
