@@ -152,7 +152,12 @@ class GpuTelemetryTest {
         "usage at the limit sampled",
         p -> p.usage() != null && p.usage().memoryUsedMiB() == 40779);
     script("t-mem", 0, new SimulatedProcess(201, m.uid(), 40780, OptionalInt.of(40)));
-    PodView revoked = awaitPod("mem-a", "revoked", p -> p.state().equals("Hibernation"));
+    // The decision is durable first; the pod's record gets its Event right after (off the path).
+    PodView revoked =
+        awaitPod(
+            "mem-a",
+            "revoked, with its Event",
+            p -> p.state().equals("Hibernation") && hasEvent(p, PodNotes.MEMORY_EXCEEDED));
     EventView e =
         revoked.events().stream()
             .filter(x -> x.reason().equals(PodNotes.MEMORY_EXCEEDED))
@@ -193,7 +198,11 @@ class GpuTelemetryTest {
                             .endsWith("it is released in 60 s unless the pod uses the GPU.")));
 
     await(service.advance(Duration.ofSeconds(60)));
-    PodView released = awaitPod("idle-lazy", "released", p -> p.state().equals("Hibernation"));
+    PodView released =
+        awaitPod(
+            "idle-lazy",
+            "released, with its Event",
+            p -> p.state().equals("Hibernation") && hasEvent(p, PodNotes.IDLE_RELEASED));
     assertTrue(hasEvent(released, PodNotes.IDLE_RELEASED), () -> "event: " + released.events());
     PodView stillBusy = await(service.pod("default", "idle-busy"));
     assertEquals("Running", stillBusy.state(), "a working pod is never released");

@@ -140,7 +140,12 @@ class GpuTelemetryE2ETest {
     assertEquals("Running", asked.path("state").asText());
     api.advance(60);
     JsonNode released =
-        awaitPod(node + "-b", "released", p -> p.path("state").asText().equals("Hibernation"));
+        awaitPod(
+            node + "-b",
+            "released, with its Event (recorded right after the decision)",
+            p ->
+                p.path("state").asText().equals("Hibernation")
+                    && !events(p, "GPUShareIdleReleased").isEmpty());
     assertEquals(1, events(released, "GPUShareIdleReleased").size(), () -> "" + released);
     assertEquals("Running", api.pod(node + "-a").path("state").asText());
 
