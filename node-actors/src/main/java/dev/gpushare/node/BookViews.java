@@ -96,6 +96,9 @@ final class BookViews {
 
   /** A pod of {@code node} with its decision state {@code decided} and its own {@code record}. */
   static PodView pod(PodKey key, String node, NodeArbiter.Outcome decided, PodActor.Record record) {
+    // The pod's record follows the arbiter's durable decisions: what it has not yet recorded of
+    // the notes the same book keeps is added here, so the answer to a decision always shows it.
+    record = record.following(decided.events(), decided.conditions());
     PodStatus status = decided.status();
     PodSharing spec = status.spec();
     boolean shared = spec != null && spec.kind() == PodSharing.Kind.SHARED;

@@ -135,6 +135,25 @@ public final class PodActor
           r.status, r.events, r.conditions, r.deleted, Math.max(revision, n.revision()));
     }
 
+    /**
+     * This record with the arbiter's latest {@code events} and {@code conditions} for the pod that
+     * it has not recorded yet (it catches up in the arbiter's order, so those are its newest).
+     */
+    Record following(List<EventNote> latest, List<ConditionNote> current) {
+      Record r = this;
+      for (EventNote e : latest) {
+        if (!r.events.contains(e)) {
+          r = r.withEvent(e);
+        }
+      }
+      for (ConditionNote c : current) {
+        if (!r.conditions.contains(c)) {
+          r = r.withCondition(c);
+        }
+      }
+      return r;
+    }
+
     Record withEvent(EventNote e) {
       List<EventNote> next = new ArrayList<>(events);
       next.add(e);

@@ -334,6 +334,33 @@ class PodActorTest {
     assertEquals(next.state(), kit.restart().state());
   }
 
+  /**
+   * A view adds to the record what the arbiter's book keeps and the record has not yet followed:
+   * each missing Event once, after the recorded ones; each condition replacing its type.
+   */
+  @Test
+  void aRecordFollowsTheBooksLatestNotesWithoutRepeatingThem() {
+    EventNote later = new EventNote("Warning", "GPUSharePreempted", "by b", T2);
+    ConditionNote allocated =
+        new ConditionNote("GPUShareAllocated", "False", "GPUShareFragmented", "no GPU fits", T2);
+    Record recorded = new Record(null, List.of(PREEMPT), List.of(RECLAIM), false, 3);
+
+    Record behind = new Record(null, List.of(), List.of(), false, 0);
+    assertEquals(
+        new Record(null, List.of(PREEMPT, later), List.of(RECLAIM, allocated), false, 0),
+        behind.following(List.of(PREEMPT, later), List.of(RECLAIM, allocated)));
+    assertEquals(
+        new Record(null, List.of(PREEMPT, later), List.of(RECLAIM, allocated), false, 3),
+        recorded.following(List.of(PREEMPT, later), List.of(RECLAIM, allocated)));
+    assertEquals(recorded, recorded.following(List.of(PREEMPT), List.of(RECLAIM)));
+    ConditionNote reclaimedAgain =
+        new ConditionNote(RECLAIM.type(), "True", "GPUSharePreempt", "from c", T2);
+    assertEquals(
+        List.of(reclaimedAgain),
+        recorded.following(List.of(), List.of(reclaimedAgain)).conditions(),
+        "a condition replaces the recorded one of its type");
+  }
+
   // ---- helpers ----
 
   private static CommandResultWithReply<Command, Event, Record, Done> notice(PodNotice notice) {

@@ -1284,12 +1284,13 @@ class DeployManifestsTest {
           bin.resolve("nvidia-cuda-mps-control"),
           "#!/bin/sh\n"
               + "if [ \"${1:-}\" = -d ]; then\n"
+              // the socket exists before the start is recorded: the test waits for the record
+              + "  : > \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
               + "  echo \"start CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
               + " CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY"
               + " CUDA_MPS_LOG_DIRECTORY=$CUDA_MPS_LOG_DIRECTORY\" >> '"
               + calls
               + "'\n"
-              + "  : > \"$CUDA_MPS_PIPE_DIRECTORY/control\"\n"
               + "  exit 0\n"
               + "fi\n"
               + "read -r command\n"

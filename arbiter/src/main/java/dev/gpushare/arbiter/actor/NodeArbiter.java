@@ -132,20 +132,49 @@ public final class NodeArbiter
   /**
    * The answer to a command once its round is written, or to a read: the pod's status, 1-based
    * queue position (Ready only) and the arbiter's time of the answer — all from one book — or an
-   * error. {@code error} is one of {@code NOT_FOUND}, {@code CONFLICT}.
+   * error. {@code error} is one of {@code NOT_FOUND}, {@code CONFLICT}. {@code events} and {@code
+   * conditions}: the Events and conditions the same book keeps for the pod (its most recent
+   * decisions'), so that an answer shows what its own decision said even before the pod's record
+   * has followed.
    */
   public record Outcome(
-      PodStatus status, Integer queuePosition, Instant at, String error, String detail)
+      PodStatus status,
+      Integer queuePosition,
+      Instant at,
+      String error,
+      String detail,
+      List<EventNote> events,
+      List<ConditionNote> conditions)
       implements JsonSerializable {
     public static final Outcome DONE = new Outcome(null, null, null, null, null);
+
+    public Outcome {
+      events = events == null ? List.of() : List.copyOf(events);
+      conditions = conditions == null ? List.of() : List.copyOf(conditions);
+    }
+
+    public Outcome(
+        PodStatus status, Integer queuePosition, Instant at, String error, String detail) {
+      this(status, queuePosition, at, error, detail, List.of(), List.of());
+    }
 
     public boolean ok() {
       return error == null;
     }
 
     public static Outcome of(ShareBook book, String pod, Instant at) {
+      ShareBook.Member m = book.members().get(pod);
       return book.status(pod)
-          .map(s -> new Outcome(s, book.queue().position(pod).orElse(null), at, null, null))
+          .map(
+              s ->
+                  new Outcome(
+                      s,
+                      book.queue().position(pod).orElse(null),
+                      at,
+                      null,
+                      null,
+                      m == null ? List.of() : m.events(),
+                      m == null ? List.of() : m.conditions()))
           .orElse(notFound("pod " + pod + " is not bound to node " + book.node()));
     }
 
