@@ -9,8 +9,10 @@
 #    webhooks' caBundle stays valid while members restart one by one).
 # 2. A serving certificate for gpushare.gpushare-system.svc signed by it, PKCS#8 key, in the Secret
 #    gpushare-webhook-tls (tls.crt, tls.key, ca.crt) that the DaemonSet mounts.
-# 3. Everything in deploy/ except the cert-manager objects, applied.
-# 4. caBundle patched into both webhook configurations.
+# 3. The members' certificate for cluster remoting (mutual TLS, CN gpushare-cluster), signed by
+#    the same CA, in the Secret gpushare-cluster-tls (tls.crt, tls.key, ca.crt).
+# 4. Everything in deploy/ except the cert-manager objects, applied.
+# 5. caBundle patched into both webhook configurations.
 # On a renewal nothing restarts: the kubelet refreshes the mounted Secret and the members re-read
 # tls.crt and tls.key when they change; the CA, and so the caBundle, stay the same.
 set -euo pipefail
@@ -20,6 +22,7 @@ NS=gpushare-system
 SVC=gpushare
 CA_SECRET=gpushare-ca
 TLS_SECRET=gpushare-webhook-tls
+CLUSTER_SECRET=gpushare-cluster-tls
 WEBHOOK=gpushare
 CA_DAYS="${CA_DAYS:-3650}"
 DAYS="${DAYS:-365}"
@@ -59,6 +62,22 @@ openssl verify -CAfile ca.crt tls.crt >/dev/null
 
 kubectl -n "$NS" create secret generic "$TLS_SECRET" --type=kubernetes.io/tls \
   --from-file=tls.crt --from-file=tls.key --from-file=ca.crt \
+  --dry-run=client -o yaml | kubectl apply -f -
+
+# The members' remoting certificate: client and server auth, the same subject for every member.
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out cluster.key 2>/dev/null
+openssl req -new -key cluster.key -subj "/CN=gpushare-cluster" -out cluster.csr
+cat >cluster.cnf <<EXT
+basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=DNS:gpushare-cluster
+EXT
+openssl x509 -req -sha256 -days "$DAYS" -in cluster.csr -CA ca.crt -CAkey ca.key \
+  -set_serial "0x$(openssl rand -hex 16)" -extfile cluster.cnf -out cluster.crt 2>/dev/null
+openssl verify -CAfile ca.crt cluster.crt >/dev/null
+kubectl -n "$NS" create secret generic "$CLUSTER_SECRET" --type=kubernetes.io/tls \
+  --from-file=tls.crt=cluster.crt --from-file=tls.key=cluster.key --from-file=ca.crt \
   --dry-run=client -o yaml | kubectl apply -f -
 
 # The kustomize base minus every cert-manager.io document (their kinds are unknown here).

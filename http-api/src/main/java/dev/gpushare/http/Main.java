@@ -22,6 +22,7 @@ import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.cluster.ClusterFormation;
+import dev.gpushare.node.cluster.ClusterTransport;
 import dev.gpushare.node.kube.KubeWriter;
 import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
@@ -173,6 +174,8 @@ public final class Main {
                 .withFallback(formation.config())
                 .withFallback(GpuShareRuntime.config())
                 .withFallback(ConfigFactory.load()));
+    // Remoting beyond loopback only with mutual TLS, and only with its certificate files there.
+    ClusterTransport.check(systemConfig);
     ClockMode mode = options.clock().orElse(embedded.clock());
     if (mode == ClockMode.SYSTEM) {
       return new Prepared(

@@ -391,6 +391,8 @@ class DeployManifestsTest {
     for (String expected :
         List.of(
             "TLS_SECRET=" + secretName,
+            "CLUSTER_SECRET="
+                + generic("Certificate", "gpushare-cluster").get("spec", "secretName"),
             "NS=" + NS,
             "SVC=gpushare",
             "WEBHOOK=gpushare",
@@ -400,6 +402,35 @@ class DeployManifestsTest {
             "genpkey")) {
       assertTrue(text.contains(expected), "bootstrap-tls.sh lacks " + expected);
     }
+  }
+
+  @Test
+  void theMembersMountTheClusterCertificateWhereTheirRemotingReadsIt() {
+    // Kubernetes mode's remoting settings, as a member in a pod resolves them (no override).
+    com.typesafe.config.Config k8s =
+        dev.gpushare.node.cluster.ClusterFormation.kubernetesResource()
+            .withFallback(com.typesafe.config.ConfigFactory.defaultReference())
+            .resolve();
+    assertEquals("tls-tcp", k8s.getString("pekko.remote.artery.transport"));
+    String mount = k8s.getString("pekko.remote.artery.ssl.rotating-keys-engine.secret-mount-point");
+    String secretName = generic("Certificate", "gpushare-cluster").get("spec", "secretName");
+    var volume =
+        podSpec().getVolumes().stream()
+            .filter(v -> v.getSecret() != null && secretName.equals(v.getSecret().getSecretName()))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("no volume of the Secret " + secretName));
+    assertTrue(
+        arbiter().getVolumeMounts().stream()
+            .anyMatch(
+                m ->
+                    m.getName().equals(volume.getName())
+                        && m.getMountPath().equals(mount)
+                        && Boolean.TRUE.equals(m.getReadOnly())),
+        () -> "the arbiter mounts " + secretName + " read-only at " + mount);
+    assertEquals(
+        "gpushare-ca",
+        generic("Certificate", "gpushare-cluster").get("spec", "issuerRef", "name"),
+        "issued by the root CA itself: the provider follows no intermediate CA");
   }
 
   // ---------------------------------------------------------------- RBAC
