@@ -3,6 +3,7 @@ package dev.gpushare.http;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
+import java.net.InetAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -12,17 +13,23 @@ import java.util.concurrent.CompletionStage;
 import java.util.function.BiFunction;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.apache.pekko.http.javadsl.model.AttributeKeys;
 import org.apache.pekko.http.javadsl.model.ContentType;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.http.javadsl.model.MediaType;
+import org.apache.pekko.http.javadsl.model.RemoteAddress;
 import org.apache.pekko.http.javadsl.model.StatusCode;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
 import org.apache.pekko.http.javadsl.server.AllDirectives;
+import org.apache.pekko.http.javadsl.server.ExceptionHandler;
 import org.apache.pekko.http.javadsl.server.PathMatchers;
 import org.apache.pekko.http.javadsl.server.Route;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.util.ByteString;
 
 /**
  * What every {@code *Routes} class shares: JSON answers written by the one {@link Json} mapper,
@@ -134,6 +141,55 @@ public abstract class ApiDirectives extends AllDirectives {
     MediaType media = entity.getContentType().mediaType();
     String given = (media.mainType() + "/" + media.subType()).toLowerCase(Locale.ROOT);
     return accepted.contains(given);
+  }
+
+  /**
+   * {@code inner}, a watch or a long poll, if {@link WatchLimits} has room for one more from this
+   * request's remote address; else its refusal ({@code 429} or {@code 503}) at once. The place is
+   * held until the response has ended: at once for a plain answer, at the end of a stream's bytes
+   * for a stream, at the latest when the connection ends.
+   */
+  Route asWatch(WatchLimits limits, Supplier<Route> inner) {
+    return extractRequest(
+        request -> {
+          WatchLimits.Admission admission = limits.tryAcquire(clientOf(request));
+          if (admission instanceof WatchLimits.Refused refused) {
+            return complete(refused.response());
+          }
+          WatchLimits.Permit permit = (WatchLimits.Permit) admission;
+          request.getAttribute(ConnectionGuard.CONNECTION).ifPresent(c -> c.hold(permit));
+          return mapResponse(
+              response -> releasedAfter(response, permit),
+              () ->
+                  handleExceptions(
+                      ExceptionHandler.newBuilder()
+                          .matchAny(failure -> complete(Problem.of(failure).toResponse()))
+                          .build(),
+                      inner));
+        });
+  }
+
+  /** The remote address the request came from (the connection's, never a forwarding header). */
+  static String clientOf(HttpRequest request) {
+    return request
+        .getAttribute(AttributeKeys.remoteAddress)
+        .flatMap(RemoteAddress::getAddress)
+        .map(InetAddress::getHostAddress)
+        .orElse("unknown");
+  }
+
+  private static HttpResponse releasedAfter(HttpResponse response, WatchLimits.Permit permit) {
+    if (response.entity().isStrict()) {
+      permit.release();
+      return response;
+    }
+    return response.transformEntityDataBytes(
+        Flow.of(ByteString.class)
+            .watchTermination(
+                (mat, done) -> {
+                  done.whenComplete((d, failure) -> permit.release());
+                  return mat;
+                }));
   }
 
   /** Routes under {@code /v1/namespaces/{ns}/pods/{name}}, with the namespace and the name. */

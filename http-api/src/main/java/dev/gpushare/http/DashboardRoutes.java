@@ -33,6 +33,7 @@ import org.apache.pekko.util.ByteString;
  *       <em>what</em> changed: a client reads the views it shows again. A client slower than the
  *       changes gets each changed object once (repeats are merged while it is behind): nothing is
  *       lost, and no backlog grows. An idle stream carries a comment line every {@link #HEARTBEAT}.
+ *       Streams count against {@link WatchLimits}.
  * </ul>
  */
 public final class DashboardRoutes extends ApiDirectives {
@@ -69,15 +70,23 @@ public final class DashboardRoutes extends ApiDirectives {
 
   private final GpuShareService service;
   private final Duration heartbeat;
+  private final WatchLimits watches;
 
+  /** With the default {@link HttpLimits}. */
   public DashboardRoutes(GpuShareService service) {
-    this(service, HEARTBEAT);
+    this(service, HEARTBEAT, WatchLimits.of(HttpLimits.DEFAULT));
   }
 
   /** With another heartbeat period (tests). */
   DashboardRoutes(GpuShareService service, Duration heartbeat) {
+    this(service, heartbeat, WatchLimits.of(HttpLimits.DEFAULT));
+  }
+
+  /** {@code /v1/watch} streams count against {@code watches}. */
+  DashboardRoutes(GpuShareService service, Duration heartbeat, WatchLimits watches) {
     this.service = service;
     this.heartbeat = heartbeat;
+    this.watches = watches;
   }
 
   public Route route() {
@@ -87,13 +96,16 @@ public final class DashboardRoutes extends ApiDirectives {
             () ->
                 get(
                     () ->
-                        complete(
-                            HttpResponse.create()
-                                .addHeader(CacheControl.create(CacheDirectives.NO_CACHE))
-                                .withEntity(
-                                    HttpEntities.create(
-                                        MediaTypes.TEXT_EVENT_STREAM.toContentType(),
-                                        changes()))))),
+                        asWatch(
+                            watches,
+                            () ->
+                                complete(
+                                    HttpResponse.create()
+                                        .addHeader(CacheControl.create(CacheDirectives.NO_CACHE))
+                                        .withEntity(
+                                            HttpEntities.create(
+                                                MediaTypes.TEXT_EVENT_STREAM.toContentType(),
+                                                changes())))))),
         pathPrefix(
             RESOURCES,
             () ->

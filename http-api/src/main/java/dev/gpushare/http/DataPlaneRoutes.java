@@ -20,7 +20,7 @@ import org.apache.pekko.util.ByteString;
  * is Running or at the timeout (default 30, 0 to 300; the PodView either way), and {@code GET
  * watch} streams Server-Sent Events: one {@code data: <PodView JSON>} event now and one per change,
  * ending when the pod is deleted. An idle watch carries a comment line every {@link #HEARTBEAT} so
- * that proxies keep it open.
+ * that proxies keep it open. Watches and long polls count against {@link WatchLimits}.
  */
 public final class DataPlaneRoutes extends ApiDirectives {
   static final long DEFAULT_GRANT_TIMEOUT_SECONDS = 30;
@@ -31,9 +31,16 @@ public final class DataPlaneRoutes extends ApiDirectives {
   private static final Duration GRANT_SLACK = Duration.ofSeconds(30);
 
   private final GpuShareService service;
+  private final WatchLimits watches;
 
+  /** With the default {@link HttpLimits}. */
   public DataPlaneRoutes(GpuShareService service) {
+    this(service, WatchLimits.of(HttpLimits.DEFAULT));
+  }
+
+  DataPlaneRoutes(GpuShareService service, WatchLimits watches) {
     this.service = service;
+    this.watches = watches;
   }
 
   public Route route() {
@@ -62,23 +69,29 @@ public final class DataPlaneRoutes extends ApiDirectives {
                       DEFAULT_GRANT_TIMEOUT_SECONDS,
                       0,
                       MAX_GRANT_TIMEOUT_SECONDS));
-          return withRequestTimeout(
-              timeout.plus(GRANT_SLACK),
-              () -> answerOk(() -> service.awaitGrant(namespace, name, timeout)));
+          return asWatch(
+              watches,
+              () ->
+                  withRequestTimeout(
+                      timeout.plus(GRANT_SLACK),
+                      () -> answerOk(() -> service.awaitGrant(namespace, name, timeout))));
         });
   }
 
   /** The pod is looked up first, so that an unknown pod is a 404 problem, not an empty stream. */
   private Route watch(String namespace, String name) {
-    return answer(
-        () -> service.pod(namespace, name),
-        found ->
-            HttpResponse.create()
-                .addHeader(CacheControl.create(CacheDirectives.NO_CACHE))
-                .withEntity(
-                    HttpEntities.create(
-                        MediaTypes.TEXT_EVENT_STREAM.toContentType(),
-                        events(service.watch(namespace, name)))));
+    return asWatch(
+        watches,
+        () ->
+            answer(
+                () -> service.pod(namespace, name),
+                found ->
+                    HttpResponse.create()
+                        .addHeader(CacheControl.create(CacheDirectives.NO_CACHE))
+                        .withEntity(
+                            HttpEntities.create(
+                                MediaTypes.TEXT_EVENT_STREAM.toContentType(),
+                                events(service.watch(namespace, name))))));
   }
 
   /** Server-Sent Events framing: {@code data: <json>} and a blank line per view. */

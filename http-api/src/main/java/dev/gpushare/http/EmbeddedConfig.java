@@ -49,13 +49,26 @@ import java.util.regex.Pattern;
  *     optional; defaults: kubelet nodes, 20 QPS, burst 40, back-off up to 30 s)
  * @param journal which journal the server uses ({@code gpushare.journal}; default: H2 under {@code
  *     --data})
+ * @param http what the API's HTTP server holds open at most ({@code gpushare.http}, {@link
+ *     HttpConfig}; default {@link HttpLimits#DEFAULT})
  */
 public record EmbeddedConfig(
     RuntimeSettings settings,
     ClockMode clock,
     Instant manualClockStart,
     KubernetesWrites kubernetes,
-    JournalSettings journal) {
+    JournalSettings journal,
+    HttpLimits http) {
+
+  /** The configuration with the default HTTP limits. */
+  public EmbeddedConfig(
+      RuntimeSettings settings,
+      ClockMode clock,
+      Instant manualClockStart,
+      KubernetesWrites kubernetes,
+      JournalSettings journal) {
+    this(settings, clock, manualClockStart, kubernetes, journal, HttpLimits.DEFAULT);
+  }
 
   /** The configuration with the default journal (H2). */
   public EmbeddedConfig(
@@ -97,7 +110,8 @@ public record EmbeddedConfig(
           "nodes",
           "kubernetes",
           "journal",
-          "gpu");
+          "gpu",
+          "http");
   private static final Set<String> KUBERNETES_KEYS =
       Set.of("node-status-mode", "qps", "burst", "max-backoff");
   private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
@@ -207,9 +221,15 @@ public record EmbeddedConfig(
     KubernetesWrites kubernetes = kubernetes(config, section, errors);
     JournalSettings journal = JournalConfig.read(section, errors, environment);
     GpuSettings gpu = GpuConfig.read(section, errors, environment);
+    HttpLimits http = HttpConfig.read(section, errors);
     errors.throwIfAny();
     return new EmbeddedConfig(
-        new RuntimeSettings(nodes, reserved, askTimeout, gpu), clock, start, kubernetes, journal);
+        new RuntimeSettings(nodes, reserved, askTimeout, gpu),
+        clock,
+        start,
+        kubernetes,
+        journal,
+        http);
   }
 
   private static KubernetesWrites kubernetes(Config config, ConfigObject section, Errors errors) {

@@ -34,6 +34,11 @@ import scala.concurrent.duration.FiniteDuration;
  * the arbiter by their kind, an unknown path {@code 404}, a wrong method {@code 405} with {@code
  * Allow}, an unsupported body {@code 415}, an ask timeout {@code 503}, anything unexpected {@code
  * 500} (logged, never with a stack trace to the client).
+ *
+ * <p>The server holds what {@link HttpLimits} allows: every connection goes through a {@link
+ * ConnectionGuard} (closed after {@code headerReadTimeout} without a request in flight), at most
+ * {@code maxConnections} at once, and watches and long polls count against {@link WatchLimits}, so
+ * that {@code /healthz} and ordinary requests are served while a client holds all it may.
  */
 public final class HttpApi extends ApiDirectives {
 
@@ -44,8 +49,16 @@ public final class HttpApi extends ApiDirectives {
   static final FiniteDuration IDLE_TIMEOUT =
       FiniteDuration.create(DataPlaneRoutes.MAX_GRANT_TIMEOUT_SECONDS + 60, TimeUnit.SECONDS);
 
+  /**
+   * The least accept queue ({@code pekko.http.server.backlog}, default 100): a burst of connections
+   * waits there instead of having its SYNs dropped (a client retries a dropped SYN only after a
+   * second or more). The kernel caps it at {@code net.core.somaxconn}.
+   */
+  static final int MIN_BACKLOG = 1024;
+
   private final Route routes;
   private final Access access;
+  private final HttpLimits limits;
 
   /**
    * The API without access control ({@link Access#NONE}): for the routes' own tests.
@@ -67,7 +80,21 @@ public final class HttpApi extends ApiDirectives {
       JournalInspector journal,
       Consumer<Instant> clockAdvanced,
       Access access) {
+    this(service, journal, clockAdvanced, access, HttpLimits.DEFAULT);
+  }
+
+  /**
+   * @param limits what the server holds open at most ({@code gpushare.http})
+   */
+  public HttpApi(
+      GpuShareService service,
+      JournalInspector journal,
+      Consumer<Instant> clockAdvanced,
+      Access access,
+      HttpLimits limits) {
     this.access = access;
+    this.limits = limits;
+    WatchLimits watches = WatchLimits.of(limits);
     this.routes =
         concat(
             new HealthRoutes(service).route(),
@@ -75,8 +102,8 @@ public final class HttpApi extends ApiDirectives {
             new MetricsRoutes(service).route(),
             new NodeRoutes(service).route(),
             new PodRoutes(service).route(),
-            new DataPlaneRoutes(service).route(),
-            new DashboardRoutes(service).route(),
+            new DataPlaneRoutes(service, watches).route(),
+            new DashboardRoutes(service, DashboardRoutes.HEARTBEAT, watches).route(),
             new JournalRoutes(journal).route(),
             new ClockRoutes(service, clockAdvanced).route(),
             new dev.gpushare.http.extender.SchedulerExtenderRoutes(service).route());
@@ -140,20 +167,34 @@ public final class HttpApi extends ApiDirectives {
         });
   }
 
-  /** Binds the API on {@code host:port} ({@code 0} picks a free port). */
+  /**
+   * Binds the API on {@code host:port} ({@code 0} picks a free port): each connection behind its
+   * {@link ConnectionGuard}, at most {@code maxConnections} of them.
+   */
   public CompletionStage<ServerBinding> bind(ActorSystem<?> system, String host, int port) {
     return Http.get(system)
         .newServerAt(host, port)
-        .adaptSettings(HttpApi::withLongPolls)
-        .bind(route());
+        .adaptSettings(this::serverSettings)
+        .bindFlow(ConnectionGuard.around(limits.headerReadTimeout(), route().flow(system)));
   }
 
-  private static ServerSettings withLongPolls(ServerSettings settings) {
-    scala.concurrent.duration.Duration configured = settings.getTimeouts().idleTimeout();
+  /**
+   * Pekko's settings with the limits: the idle timeout at least {@link #IDLE_TIMEOUT} (silence in
+   * both directions; the guard closes connections that say nothing much sooner), {@code
+   * max-connections} from {@code gpushare.http}, an accept queue of at least {@link #MIN_BACKLOG},
+   * and the remote address on every request (what {@link WatchLimits} counts by).
+   */
+  private ServerSettings serverSettings(ServerSettings settings) {
+    ServerSettings adapted =
+        settings
+            .withMaxConnections(limits.maxConnections())
+            .withBacklog(Math.max(settings.getBacklog(), MIN_BACKLOG))
+            .withRemoteAddressAttribute(true);
+    scala.concurrent.duration.Duration configured = adapted.getTimeouts().idleTimeout();
     if (configured.isFinite() && configured.lt(IDLE_TIMEOUT)) {
-      return settings.withTimeouts(settings.getTimeouts().withIdleTimeout(IDLE_TIMEOUT));
+      return adapted.withTimeouts(adapted.getTimeouts().withIdleTimeout(IDLE_TIMEOUT));
     }
-    return settings;
+    return adapted;
   }
 
   private RejectionHandler rejectionHandler() {

@@ -308,7 +308,8 @@ public record LauncherOptions(
           --config FILE            HOCON file over the built-in embedded configuration
                                    (simulated nodes, reserved CPU/memory per GPU, ask timeout,
                                    the journal: gpushare.journal.kind = h2 | postgres, the
-                                   GPUs: gpushare.gpu.backend = auto | nvml | simulated);
+                                   GPUs: gpushare.gpu.backend = auto | nvml | simulated,
+                                   the API server's limits: gpushare.http.max-watches, ...);
                                    its gpushare.nodes replaces the built-in node list
           --webhook-port N         HTTPS port of the admission webhook (POST /admission/mutate,
                                    POST /admission/validate) on --host, 0 to 65535; default 0:

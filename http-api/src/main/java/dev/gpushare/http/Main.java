@@ -243,7 +243,11 @@ public final class Main {
       Access access = access(system, options, kubeClient, afterReady::add);
       HttpApi api =
           new HttpApi(
-              service, JdbcJournalInspector.create(system), prepared.clockAdvanced(), access);
+              service,
+              JdbcJournalInspector.create(system),
+              prepared.clockAdvanced(),
+              access,
+              prepared.embedded().http());
       ServerBinding binding =
           api.bind(system, options.host(), options.port()).toCompletableFuture().get();
       binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
