@@ -82,11 +82,30 @@ public final class NodeSharing {
         .config();
   }
 
-  /** {@link #resolve}, with the input errors behind an invalid label or QoS config. */
+  /**
+   * {@link #resolve}, with the input errors behind an invalid label or QoS config, for a node whose
+   * capacity is not known (nothing is checked against it).
+   */
   public static Resolution resolveWithErrors(
       SharingConfig previous,
       Map<String, String> labels,
       Map<String, String> annotations,
+      List<String> sharedPodsBound,
+      List<String> exclusivePodsBound) {
+    return resolveWithErrors(
+        previous, labels, annotations, Map.of(), sharedPodsBound, exclusivePodsBound);
+  }
+
+  /**
+   * {@link #resolve}, with the input errors behind an invalid label or QoS config; {@code capacity}
+   * is the node's own {@code status.capacity}: a QoS config that reserves more ephemeral storage
+   * than the node has is invalid (InvalidQoSConfig), like any other out-of-range value.
+   */
+  public static Resolution resolveWithErrors(
+      SharingConfig previous,
+      Map<String, String> labels,
+      Map<String, String> annotations,
+      Map<String, String> capacity,
       List<String> sharedPodsBound,
       List<String> exclusivePodsBound) {
     String label = labels == null ? null : labels.get(SharePolicy.LABEL);
@@ -106,7 +125,8 @@ public final class NodeSharing {
 
     String qosText = annotations == null ? null : annotations.get(QosConfig.ANNOTATION);
     Parsed<QosConfig> qos =
-        qosText == null ? Parsed.ok(QosConfig.DEFAULT) : QosConfig.parse(qosText);
+        withinCapacity(
+            qosText == null ? Parsed.ok(QosConfig.DEFAULT) : QosConfig.parse(qosText), capacity);
     QosConfig activeQos = qos.ok() ? qos.value() : previous.activeQos();
 
     SharePolicy active;
@@ -148,6 +168,40 @@ public final class NodeSharing {
     }
     return new Resolution(
         new SharingConfig(active, activeQos, desired, reason, message), List.of());
+  }
+
+  /**
+   * The QoS config, or why it cannot hold on this node: {@code reservedEphemeralStorage} is at most
+   * the node's {@code status.capacity[ephemeral-storage]} (a node without that capacity reserves
+   * from nothing, so nothing is checked).
+   */
+  private static Parsed<QosConfig> withinCapacity(
+      Parsed<QosConfig> qos, Map<String, String> capacity) {
+    String storage = capacity == null ? null : capacity.get(NodeStatusCalculator.EPHEMERAL_STORAGE);
+    if (!qos.ok() || storage == null) {
+      return qos;
+    }
+    String reserved = qos.value().reservedEphemeralStorage();
+    Quantity ceiling;
+    try {
+      ceiling = Quantity.parse(storage);
+    } catch (IllegalArgumentException e) {
+      return qos; // the manifest's own check reports a capacity that is not a quantity
+    }
+    if (Quantity.parse(reserved).compareTo(ceiling) <= 0) {
+      return qos;
+    }
+    String field = QosConfig.FIELD + ".reservedEphemeralStorage";
+    return Parsed.failed(
+        List.of(
+            FieldErrors.of(
+                field,
+                reserved,
+                "at most the node's ephemeral-storage capacity, status.capacity["
+                    + NodeStatusCalculator.EPHEMERAL_STORAGE
+                    + "] = "
+                    + storage
+                    + ": the sharing module cannot withhold more than the node has")));
   }
 
   private static String sorted(List<String> pods) {

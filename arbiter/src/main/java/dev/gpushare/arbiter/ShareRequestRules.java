@@ -15,10 +15,12 @@ import java.util.regex.Pattern;
  * <p>A pod is sharing when a container mentions either percentage resource, or the pod carries the
  * {@code gpu-share-policy} label or a limit annotation. Such a pod is {@code gpu-hpn}, labelled
  * {@code share-pool} or {@code static}, and has exactly one container that asks for both resources
- * in both requests and limits, as integers with {@code 1 ≤ request ≤ limit ≤ 100}. Because stock
- * Kubernetes refuses extended resources whose limit differs from the request, the admission webhook
- * moves the limits into the annotations {@link #CORE_LIMIT_ANNOTATION} and {@link
- * #MEMORY_LIMIT_ANNOTATION}; when present, those are the limits.
+ * in both requests and limits, as integers with {@code 1 ≤ request ≤ limit ≤ 100} written as plain
+ * digits ({@code " 50"} is refused, not read as 50). Every other resource of every container holds
+ * a non-negative Kubernetes quantity as written. Because stock Kubernetes refuses extended
+ * resources whose limit differs from the request, the admission webhook moves the limits into the
+ * annotations {@link #CORE_LIMIT_ANNOTATION} and {@link #MEMORY_LIMIT_ANNOTATION}; when present,
+ * those are the limits.
  */
 public final class ShareRequestRules {
   private ShareRequestRules() {}
@@ -51,6 +53,7 @@ public final class ShareRequestRules {
       if (mentionsShare(containers.get(i))) {
         sharing.add(i);
       }
+      checkQuantities(i, containers.get(i), errors);
       exclusiveGpus =
           (int)
               Math.min(
@@ -231,7 +234,13 @@ public final class ShareRequestRules {
     }
     OptionalInt value = plainInteger(given);
     if (value.isEmpty()) {
-      errors.add(FieldErrors.of(field, given, range + ", written as plain digits such as 10"));
+      errors.add(
+          FieldErrors.of(
+              field,
+              given,
+              range
+                  + ", written as plain digits such as 10 (no sign, decimal point, exponent,"
+                  + " suffix or spaces around it)"));
       return null;
     }
     int v = value.getAsInt();
@@ -326,6 +335,35 @@ public final class ShareRequestRules {
       return 0;
     }
     return value.getAsInt();
+  }
+
+  /**
+   * Every other resource (cpu, memory, ephemeral-storage, …) holds a Kubernetes quantity as
+   * written: {@code " 1"} or {@code "1 "} is not one, as the API server would say too. The share
+   * percentages and {@code nvidia.com/gpu} have stricter rules of their own.
+   */
+  private static void checkQuantities(
+      int index, PodManifest.ContainerResources container, List<FieldError> errors) {
+    for (String kind : List.of(REQUESTS, LIMITS)) {
+      resources(container, kind)
+          .forEach(
+              (resource, given) -> {
+                if (resource.equals(CORE)
+                    || resource.equals(MEMORY)
+                    || resource.equals(EXCLUSIVE_GPU)) {
+                  return;
+                }
+                try {
+                  Quantity.parse(given);
+                } catch (IllegalArgumentException e) {
+                  errors.add(
+                      FieldErrors.of(
+                          resourceField(index, kind, resource),
+                          given,
+                          Quantity.ACCEPTED + ", with no spaces around it"));
+                }
+              });
+    }
   }
 
   private static boolean mentionsShare(PodManifest.ContainerResources c) {

@@ -129,6 +129,57 @@ class NodeSharingTest {
         config.validMessage(), ".preemptEnabled is \"yes\"", ".podMaxDurationMinutes is 0");
   }
 
+  private static Resolution onNodeWith(String storageCapacity, String reserved) {
+    return NodeSharing.resolveWithErrors(
+        SHARE_POOL_ON,
+        policy("share-pool"),
+        qos("{\"reservedEphemeralStorage\": \"" + reserved + "\"}"),
+        Map.of("cpu", "176", "ephemeral-storage", storageCapacity),
+        List.of(),
+        List.of());
+  }
+
+  @Test
+  void reservingMoreEphemeralStorageThanTheNodeHasIsAnInvalidQosConfig() {
+    Resolution r = onNodeWith("6Ti", "100Ti");
+    SharingConfig config = r.config();
+    assertEquals(INVALID_QOS_CONFIG, config.validReason());
+    assertEquals(REFERENCE, config.activeQos(), "the last valid QoS config stays in force");
+    assertEquals(SharePolicy.SHARE_POOL, config.active());
+    assertEquals(1, r.configErrors().size());
+    FieldError e = r.configErrors().get(0);
+    assertEquals(QosConfig.FIELD + ".reservedEphemeralStorage", e.field());
+    assertEquals("100Ti", e.value());
+    assertMentions(
+        config.validMessage(),
+        "reservedEphemeralStorage is \"100Ti\"",
+        "at most the node's ephemeral-storage capacity",
+        "status.capacity[ephemeral-storage] = 6Ti");
+  }
+
+  @Test
+  void reservingUpToTheWholeEphemeralStorageIsValid() {
+    for (String reserved : List.of("6Ti", "6144Gi", "1.5Ti", "0")) {
+      Resolution r = onNodeWith("6Ti", reserved);
+      assertEquals(VALID, r.config().validReason(), reserved);
+      assertEquals(reserved, r.config().activeQos().reservedEphemeralStorage());
+    }
+    assertEquals(INVALID_QOS_CONFIG, onNodeWith("6Ti", "6145Gi").config().validReason());
+  }
+
+  @Test
+  void withoutAnEphemeralStorageCapacityNothingIsCheckedAgainstIt() {
+    Resolution r =
+        NodeSharing.resolveWithErrors(
+            SHARE_POOL_ON,
+            policy("share-pool"),
+            qos("{\"reservedEphemeralStorage\": \"100Ti\"}"),
+            Map.of("cpu", "16"),
+            List.of(),
+            List.of());
+    assertEquals(VALID, r.config().validReason());
+  }
+
   @Test
   void anInvalidQosConfigWhenTurningSharePoolOnKeepsThePreviousQos() {
     SharingConfig config = resolve(SharingConfig.INITIAL, policy("share-pool"), qos("{"));

@@ -134,7 +134,7 @@ class ShareRequestRulesTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"0", "-1", "1.5", "abc", "1k"})
+  @ValueSource(strings = {"0", "-1", "1.5", "abc", "1k", " 1", "1 "})
   void nvidiaGpuMustBeAPositiveInteger(String given) {
     PodManifest pod =
         pod(Map.of(), Map.of(), container("a", Map.of(), Map.of(EXCLUSIVE_GPU, given)));
@@ -262,7 +262,10 @@ class ShareRequestRulesTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"10.5", "1k", "abc", "10.0", "+10", " 10", ""})
+  @ValueSource(
+      strings = {
+        "10.5", "1k", "abc", "10.0", "+10", "-10", "1e1", " 10", "10 ", "\t10", "10\n", " 10 ", ""
+      })
   void percentagesMustBePlainIntegers(String given) {
     PodManifest pod =
         pod(
@@ -273,6 +276,34 @@ class ShareRequestRulesTest {
     assertEquals(REQ_CORE, e.field());
     assertEquals(given, e.value());
     assertMentions(e, "\"" + given + "\"", "an integer from 1 to 100", "plain digits");
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {" 1", "1 ", "\t1", "1\n", "1 Gi", "-1", "one", ""})
+  void otherResourcesMustBeQuantitiesAsWritten(String given) {
+    // a sidecar of a sharing pod, and a plain pod: both are read as the API server reads them
+    PodManifest sharingPod =
+        pod(
+            sharingLabels(),
+            Map.of(),
+            sharing("d", "10", "10"),
+            container("side", Map.of("cpu", given), Map.of()));
+    FieldError e = onlyError(sharingPod);
+    assertEquals("spec.containers[1].resources.requests[cpu]", e.field());
+    assertEquals(given, e.value());
+    assertMentions(e, "\"" + given + "\"", "Ki, Mi, Gi", "no spaces around it");
+
+    PodManifest plain = pod(Map.of(), Map.of(), container("a", Map.of(), Map.of("memory", given)));
+    FieldError p = onlyError(plain);
+    assertEquals("spec.containers[0].resources.limits[memory]", p.field());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"1", "500m", "+2", "1.5", "1e3", "64Mi", "0"})
+  void otherResourcesKeepEveryKubernetesNotation(String given) {
+    PodManifest pod =
+        pod(Map.of(), Map.of(), container("a", Map.of("cpu", given), Map.of("memory", given)));
+    assertTrue(ShareRequestRules.validate(pod).ok(), given);
   }
 
   @Test
@@ -366,7 +397,7 @@ class ShareRequestRulesTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"5", "101", "50.5", "all"})
+  @ValueSource(strings = {"5", "101", "50.5", "all", " 50", "50 ", "50\t"})
   void limitAnnotationsMustLieBetweenTheRequestAndOneGpu(String given) {
     PodManifest pod =
         pod(

@@ -17,7 +17,7 @@ final class Durations {
 
   /** {@code N[ms|s|m|h]}, seconds without a unit. */
   static Duration parse(String value) {
-    Matcher m = DURATION.matcher(value.strip().toLowerCase(Locale.ROOT));
+    Matcher m = DURATION.matcher(value.toLowerCase(Locale.ROOT));
     if (!m.matches()) {
       throw new TypeConversionException(
           "'" + value + "' is not a duration; give a number with a unit: 500ms, 10s, 2m, 1h");

@@ -105,7 +105,7 @@ public abstract class ApiDirectives extends AllDirectives {
     String accepted = "expected an integer from " + min + " to " + max;
     long value;
     try {
-      value = Long.parseLong(raw.get().strip());
+      value = Long.parseLong(raw.get());
     } catch (NumberFormatException e) {
       throw badParameter(name, raw.get(), accepted);
     }

@@ -111,7 +111,7 @@ final class CommandArgs {
       return Optional.empty();
     }
     try {
-      long n = Long.parseLong(value.get().strip());
+      long n = Long.parseLong(value.get());
       if (n >= min && n <= max) {
         return Optional.of(n);
       }

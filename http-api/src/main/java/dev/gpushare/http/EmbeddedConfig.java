@@ -11,6 +11,7 @@ import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.NodeManifest;
+import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;
@@ -124,13 +125,12 @@ public record EmbeddedConfig(
           "allocatable",
           "gpu-model",
           "gpu-memory-mib");
-  private static final Pattern QUANTITY =
-      Pattern.compile(
-          "\\+?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?");
   private static final Pattern DNS_SUBDOMAIN =
       Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
   private static final String QUANTITY_RULE =
-      "expected a Kubernetes quantity such as 176, \"500m\" or \"1800Gi\"";
+      "expected a Kubernetes quantity such as 176, \"500m\" or \"1800Gi\", as written (no"
+          + " spaces around it): "
+          + Quantity.ACCEPTED;
 
   /** The built-in configuration alone (unresolved). */
   public static Config builtIn() {
@@ -570,7 +570,7 @@ public record EmbeddedConfig(
         return null;
       }
       if (value.valueType() != ConfigValueType.STRING && value.valueType() != ConfigValueType.NUMBER
-          || !QUANTITY.matcher(text(value)).matches()) {
+          || !isQuantity(text(value))) {
         add(field, value, QUANTITY_RULE);
         return null;
       }
@@ -635,8 +635,21 @@ public record EmbeddedConfig(
       };
     }
 
+    /**
+     * The value as written. HOCON already drops the whitespace around an unquoted value; what is
+     * inside quotes is taken as it is, so {@code cpu = " 2"} is not a quantity.
+     */
     private static String text(ConfigValue value) {
-      return String.valueOf(value.unwrapped()).strip();
+      return String.valueOf(value.unwrapped());
+    }
+
+    private static boolean isQuantity(String text) {
+      try {
+        Quantity.parse(text);
+        return true;
+      } catch (IllegalArgumentException e) {
+        return false;
+      }
     }
 
     private static String shown(ConfigValue value) {

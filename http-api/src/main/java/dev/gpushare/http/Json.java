@@ -1,6 +1,7 @@
 package dev.gpushare.http;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -11,7 +12,9 @@ import java.io.UncheckedIOException;
 /**
  * The one JSON mapper of the HTTP API, configured once: records as documented in API.md, instants
  * as ISO-8601 text ({@code "2026-01-01T00:00:00Z"}), {@code null} fields written as {@code null}
- * (PodView shows {@code "gpu":null}). Thread-safe; share it.
+ * (PodView shows {@code "gpu":null}). Whatever reads through it refuses a key that appears twice in
+ * one object; user input is read with {@link dev.gpushare.arbiter.InputJson}. Thread-safe; share
+ * it.
  */
 public final class Json {
   private static final ObjectMapper MAPPER =
@@ -21,6 +24,7 @@ public final class Json {
           .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
           .disable(SerializationFeature.WRITE_DURATIONS_AS_TIMESTAMPS)
           .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
+          .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
           .build();
 
   private Json() {}

@@ -349,7 +349,7 @@ public record LauncherOptions(
 
   private static int port(String flag, String value) {
     try {
-      int port = Integer.parseInt(value.strip());
+      int port = Integer.parseInt(value);
       if (port >= 0 && port <= 65535) {
         return port;
       }

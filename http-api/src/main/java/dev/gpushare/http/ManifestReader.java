@@ -2,12 +2,13 @@ package dev.gpushare.http;
 
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.MappingIterator;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
@@ -33,7 +34,9 @@ import java.util.regex.Pattern;
  * fault by its path ({@code spec.containers[0].resources.limits[cpu]}), the value given and what
  * would be accepted. Fields that sharing does not use ({@code image}, {@code command}, …) are
  * ignored. Resource quantities keep the text the user wrote: {@code 100}, {@code "50Gi"}, {@code
- * '5'} become {@code "100"}, {@code "50Gi"}, {@code "5"}.
+ * '5'} become {@code "100"}, {@code "50Gi"}, {@code "5"}, and {@code " 50"} stays {@code " 50"}
+ * (which the rules refuse: a Kubernetes quantity has no surrounding whitespace). A key that appears
+ * twice in one object is a {@code 400} naming it ({@link InputJson}), in JSON and in YAML alike.
  */
 public final class ManifestReader {
 
@@ -53,9 +56,12 @@ public final class ManifestReader {
       Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
   private static final Pattern DNS_LABEL = Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
 
-  private static final ObjectReader JSON_READER =
-      Json.mapper().reader().with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
-  private static final ObjectReader YAML_READER = new YAMLMapper().readerFor(JsonNode.class);
+  private static final ObjectReader JSON_READER = InputJson.tree();
+  private static final ObjectReader YAML_READER =
+      YAMLMapper.builder()
+          .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+          .build()
+          .readerFor(JsonNode.class);
 
   private ManifestReader() {}
 
@@ -231,6 +237,10 @@ public final class ManifestReader {
 
   private static ServiceException malformed(
       Format format, JsonProcessingException e, String expected) {
+    Optional<FieldError> duplicate = InputJson.duplicateKey(e);
+    if (duplicate.isPresent()) {
+      return ServiceException.of(Kind.MALFORMED, duplicate.get());
+    }
     JsonLocation at = e.getLocation();
     String where =
         at == null || at.getLineNr() < 1
@@ -349,9 +359,10 @@ public final class ManifestReader {
       return Collections.unmodifiableMap(result);
     }
 
+    /** The text as written: {@code " 50"} stays {@code " 50"}, for the rules to refuse. */
     private static String quantityText(JsonNode v) {
       if (v.isTextual() && !v.asText().isBlank()) {
-        return v.asText().strip();
+        return v.asText();
       }
       if (v.isIntegralNumber()) {
         return v.asText();

@@ -54,6 +54,8 @@ class TableTest {
     assertEquals(Duration.ofHours(1), Durations.parse("1H"));
     assertThrows(TypeConversionException.class, () -> Durations.parse("ten seconds"));
     assertThrows(TypeConversionException.class, () -> Durations.parse("-1s"));
+    assertThrows(TypeConversionException.class, () -> Durations.parse(" 10s"));
+    assertThrows(TypeConversionException.class, () -> Durations.parse("10s "));
   }
 
   @Test

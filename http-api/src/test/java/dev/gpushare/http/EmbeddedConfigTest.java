@@ -166,6 +166,36 @@ class EmbeddedConfigTest {
   }
 
   @Test
+  void aQuotedQuantityWithSpacesAroundItIsRefusedAsWritten() {
+    for (String value : new String[] {" 2", "2 ", "\\t2", " 2 "}) {
+      String message =
+          refused("gpushare.reserved-per-gpu { cpu = \"" + value + "\", memory = 10Gi }");
+      String shown = value.replace("\\t", "\t");
+      assertTrue(message.contains("gpushare.reserved-per-gpu.cpu: '" + shown + "' given"), message);
+      assertTrue(message.contains("no spaces around it"), message);
+    }
+    String capacity =
+        refused(node("name = a, capacity { \"nvidia.com/gpu\" = 2, memory = \"1800Gi \" }"));
+    assertTrue(capacity.contains("gpushare.nodes[0].capacity.memory: '1800Gi ' given"), capacity);
+    String gpus = refused(node("name = a, capacity { \"nvidia.com/gpu\" = \" 2\" }"));
+    assertTrue(gpus.contains("gpushare.nodes[0].capacity.\"nvidia.com/gpu\": ' 2' given"), gpus);
+    String name = refused(node("name = \" a\", " + CAPACITY));
+    assertTrue(name.contains("gpushare.nodes[0].name: ' a' given"), name);
+  }
+
+  @Test
+  void unquotedValuesAndEveryQuantityNotationAreKept() {
+    EmbeddedConfig config =
+        read("gpushare.reserved-per-gpu {\n  cpu = 500m   \n  memory = \"1.5e9\"\n}");
+    assertEquals(new ReservedPerGpu("500m", "1.5e9"), config.settings().reservedPerGpu());
+    assertEquals(
+        new ReservedPerGpu("+2", "10Gi"),
+        read("gpushare.reserved-per-gpu { cpu = \"+2\", memory = 10Gi }")
+            .settings()
+            .reservedPerGpu());
+  }
+
+  @Test
   void aNodeNeedsANameAndAGpuCount() {
     String message = refused(node("labels {}"));
     assertTrue(message.contains("gpushare.nodes[0].name: missing; required"), message);

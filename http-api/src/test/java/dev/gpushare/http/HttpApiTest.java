@@ -494,6 +494,39 @@ class HttpApiTest {
   }
 
   @Test
+  void aKeyTwiceInABodyIsA400NamingTheKeyAndNothingReachesTheService() throws Exception {
+    String pod =
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"name\":\"q\"},"
+            + "\"spec\":{\"containers\":[{\"name\":\"c\"}]}}";
+    JsonNode problem = problem(send("POST", "/v1/pods", "application/json", pod), 400);
+    assertEquals("metadata.name", problem.get("field").asText());
+    assertEquals("name", problem.get("errors").get(0).get("value").asText());
+    assertTrue(
+        problem.get("detail").asText().contains("\"name\" appears again"), problem.toString());
+
+    String yaml = "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\nspec: {}\n";
+    assertEquals(
+        "spec", problem(send("POST", "/v1/pods", "text/yaml", yaml), 400).get("field").asText());
+
+    String patch =
+        "{\"metadata\":{\"labels\":{\"alibabacloud.com/gpu-share-policy\":\"share-pool\","
+            + "\"alibabacloud.com/gpu-share-policy\":\"none\"}}}";
+    JsonNode patched =
+        problem(send("PATCH", "/v1/nodes/node-1", "application/merge-patch+json", patch), 400);
+    assertEquals(
+        "metadata.labels[alibabacloud.com/gpu-share-policy]", patched.get("field").asText());
+
+    JsonNode advance =
+        problem(
+            send("POST", "/v1/clock/advance", "application/json", "{\"seconds\":1,\"seconds\":9}"),
+            400);
+    assertEquals("seconds", advance.get("field").asText());
+    assertTrue(SERVICE.calls.isEmpty(), () -> "no call reached the service: " + SERVICE.calls);
+    assertTrue(SERVICE.createdPods.isEmpty());
+    assertTrue(ADVANCED.isEmpty());
+  }
+
+  @Test
   void aDeploymentIsA422NamingKind() throws Exception {
     String body =
         "{\"apiVersion\":\"v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"p\"},"
@@ -585,6 +618,19 @@ class HttpApiTest {
     assertEquals("timeoutSeconds", problem.get("field").asText());
     assertEquals(value, problem.get("errors").get(0).get("value").asText());
     assertTrue(problem.get("detail").asText().contains("0 to 300"), problem.toString());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"%2010", "10%20", "%0910"})
+  void aGrantTimeoutIsTakenAsWritten(String encoded) throws Exception {
+    SERVICE.pods.put("default/a", FakeGpuShareService.pod("default", "a", "node-1", "Ready"));
+    HttpResponse<String> r =
+        send("GET", "/v1/namespaces/default/pods/a/grant?timeoutSeconds=" + encoded, null, null);
+    JsonNode problem = problem(r, 400);
+    assertEquals("timeoutSeconds", problem.get("field").asText());
+    String value = problem.get("errors").get(0).get("value").asText();
+    assertEquals(value.strip(), "10", value);
+    assertTrue(!value.equals("10"), "the value is shown as given: '" + value + "'");
   }
 
   @Test

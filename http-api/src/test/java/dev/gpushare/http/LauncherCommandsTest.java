@@ -62,6 +62,7 @@ class LauncherCommandsTest {
     assertRefused(run("journal", "a", "b"), "journal", "unexpected argument 'b'");
     assertRefused(run("journal", "a", "--from", "0"), "journal", "--from: '0' given; expected");
     assertRefused(run("journal", "a", "--limit=x"), "journal", "--limit: 'x' given; expected");
+    assertRefused(run("journal", "a", "--limit= 5"), "journal", "--limit: ' 5' given; expected");
     assertRefused(run("journal", "--ids", "a"), "journal", "--ids lists every persistence id");
     assertRefused(run("journal", "--ids", "--from", "2"), "journal", "--from: applies to events");
     assertRefused(run("journal", "a", "--verbose"), "journal", "unknown flag '--verbose'");

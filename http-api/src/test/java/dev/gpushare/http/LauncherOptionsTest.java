@@ -90,7 +90,8 @@ class LauncherOptionsTest {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"abc", "-1", "65536", "80.5", "", "99999999999"})
+  @ValueSource(
+      strings = {"abc", "-1", "65536", "80.5", "", "99999999999", " 8080", "8080 ", "\t8080"})
   void aBadPortIsNamedWithItsRange(String port) {
     String message = refused("--port=" + port).getMessage();
     assertEquals(

@@ -309,6 +309,89 @@ class ManifestReaderTest {
   }
 
   @Test
+  void aKeyTwiceInJsonIsA400NamingItsPathNotTheLastValue() {
+    ServiceException name =
+        podRefused(
+            "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"a\",\"name\":\"b\"},\"spec\":{}}",
+            Format.JSON);
+    assertEquals(Kind.MALFORMED, name.kind());
+    assertEquals("metadata.name", name.field());
+    assertEquals("name", name.errors().get(0).value());
+    assertTrue(
+        name.getMessage().startsWith("metadata.name: the key \"name\" appears again"),
+        name.getMessage());
+    assertTrue(name.getMessage().contains("at most once"), name.getMessage());
+
+    String limitsTwice =
+        """
+        {"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{
+          "limits":{"alibabacloud.com/gpu-core.percentage":50},
+          "limits":{"alibabacloud.com/gpu-core.percentage":100}}}]}}
+        """;
+    ServiceException limits = podRefused(limitsTwice, Format.JSON);
+    assertEquals(Kind.MALFORMED, limits.kind());
+    assertEquals("spec.containers[0].resources.limits", limits.field());
+    assertTrue(limits.getMessage().contains("line 3"), limits.getMessage());
+  }
+
+  @Test
+  void aKeyTwiceInYamlIsA400NamingItsPath() {
+    ServiceException e =
+        podRefused(
+            """
+            kind: Pod
+            metadata:
+              name: p
+              labels:
+                alibabacloud.com/gpu-share-policy: share-pool
+                alibabacloud.com/gpu-share-policy: static
+            spec: {containers: [{name: c}]}
+            """,
+            Format.YAML);
+    assertEquals(Kind.MALFORMED, e.kind());
+    assertEquals("metadata.labels[alibabacloud.com/gpu-share-policy]", e.field());
+    assertTrue(e.getMessage().contains("line 6"), e.getMessage());
+
+    ServiceException node =
+        assertThrows(
+            ServiceException.class,
+            () ->
+                ManifestReader.node(
+                    bytes("kind: Node\nstatus:\n  capacity: {cpu: 1, cpu: 2}\n"),
+                    Format.YAML,
+                    "a"));
+    assertEquals(Kind.MALFORMED, node.kind());
+    assertEquals("status.capacity.cpu", node.field());
+  }
+
+  @Test
+  void quantitiesKeepSurroundingWhitespaceForTheRulesToRefuse() {
+    PodManifest pod =
+        pod(
+            """
+            kind: Pod
+            metadata: {name: p}
+            spec:
+              containers:
+              - name: c
+                resources:
+                  requests: {alibabacloud.com/gpu-core.percentage: " 50", cpu: "1\\t"}
+                  limits: {alibabacloud.com/gpu-core.percentage: "50 "}
+            """,
+            Format.YAML);
+    ContainerResources c = pod.containers().get(0);
+    assertEquals(" 50", c.requests().get("alibabacloud.com/gpu-core.percentage"));
+    assertEquals("1\t", c.requests().get("cpu"));
+    assertEquals("50 ", c.limits().get("alibabacloud.com/gpu-core.percentage"));
+    NodeManifest node =
+        ManifestReader.node(
+            bytes("{\"kind\":\"Node\",\"status\":{\"capacity\":{\"ephemeral-storage\":\"6Ti \"}}}"),
+            Format.JSON,
+            "a");
+    assertEquals("6Ti ", node.capacity().get("ephemeral-storage"));
+  }
+
+  @Test
   void mediaTypesMapToFormats() {
     assertEquals(Optional.of(Format.JSON), ManifestReader.formatOf("application", "json"));
     assertEquals(Optional.of(Format.YAML), ManifestReader.formatOf("application", "yaml"));

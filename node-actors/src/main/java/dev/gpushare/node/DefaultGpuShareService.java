@@ -15,6 +15,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.ShareRequestRules;
@@ -1106,6 +1107,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   private static int gpuCount(NodeManifest manifest) {
-    return Integer.parseInt(manifest.capacity().get("nvidia.com/gpu").trim());
+    // validateManifest checked it: a whole quantity from 0 to MAX_GPUS ("2", "2.0", "+2", "2e0")
+    return Quantity.parse(manifest.capacity().get("nvidia.com/gpu")).value().intValueExact();
   }
 }

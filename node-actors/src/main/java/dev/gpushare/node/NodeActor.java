@@ -334,6 +334,7 @@ public final class NodeActor
             r.config(),
             r.manifest().labels(),
             r.manifest().annotations(),
+            r.manifest().capacity(),
             r.podsOf(PodSharing.Kind.SHARED),
             r.podsOf(PodSharing.Kind.EXCLUSIVE));
     SharingConfig config = resolution.config();

@@ -150,4 +150,69 @@ class GpuShareServiceTest {
     assertEquals("Running", s2.state());
     assertEquals(1, s2.gpu().index());
   }
+
+  @Test
+  void a_gpu_count_in_any_whole_quantity_notation_registers_that_many_gpus() throws Exception {
+    for (String count : List.of("2.0", "+2", "2e0")) {
+      String name = "notation-" + (count.hashCode() & 0xffff);
+      NodeManifest m =
+          new NodeManifest(
+              name,
+              Map.of("alibabacloud.com/gpu-share-policy", "share-pool"),
+              Map.of(),
+              Map.of("cpu", "32", "memory", "256Gi", "nvidia.com/gpu", count),
+              Map.of());
+      var node = await(service.putNode(m)).node();
+      assertEquals(2, node.gpus().size(), count);
+      assertEquals(
+          "200", node.status().capacity().get("alibabacloud.com/gpu-core.percentage"), count);
+    }
+  }
+
+  @Test
+  void reserving_more_ephemeral_storage_than_the_node_has_is_an_invalid_qos_config()
+      throws Exception {
+    NodeManifest m =
+        new NodeManifest(
+            "small-disk",
+            Map.of("alibabacloud.com/gpu-share-policy", "share-pool"),
+            Map.of(
+                "alibabacloud.com/gpu-share-qos-config",
+                "{\"reservedEphemeralStorage\": \"100Ti\"}"),
+            Map.of(
+                "cpu", "32", "memory", "256Gi", "ephemeral-storage", "6Ti", "nvidia.com/gpu", "1"),
+            Map.of());
+    var node = await(service.putNode(m)).node();
+    var valid =
+        node.status().conditions().stream()
+            .filter(c -> c.type().equals("GPUSharePolicyValid"))
+            .findFirst()
+            .orElseThrow();
+    assertEquals("False", valid.status());
+    assertEquals("InvalidQoSConfig", valid.reason());
+    assertTrue(valid.message().contains("reservedEphemeralStorage is \"100Ti\""), valid.message());
+    assertTrue(
+        valid.message().contains("status.capacity[ephemeral-storage] = 6Ti"), valid.message());
+    // the default config (nothing reserved) stays in force: allocatable is not driven to 0
+    assertEquals("0", node.qos().reservedEphemeralStorage());
+    assertEquals("6Ti", node.status().allocatable().get("ephemeral-storage"));
+
+    // within capacity it is valid again, and withheld
+    var fixed =
+        await(
+            service.patchNode(
+                "small-disk",
+                Map.of(),
+                Map.of(
+                    "alibabacloud.com/gpu-share-qos-config",
+                    "{\"reservedEphemeralStorage\": \"1.5Ti\"}")));
+    assertEquals("4608Gi", fixed.status().allocatable().get("ephemeral-storage"));
+    assertEquals(
+        "Valid",
+        fixed.status().conditions().stream()
+            .filter(c -> c.type().equals("GPUSharePolicyValid"))
+            .findFirst()
+            .orElseThrow()
+            .reason());
+  }
 }

@@ -81,6 +81,10 @@ class BadInputTest extends ServerPerClass {
         rule("missing memory limit", MEMORY, p -> limits(p).remove(MEMORY)),
         rule("non-integer core request", CORE, p -> requests(p).put(CORE, 50.5)),
         rule("non-integer memory limit", MEMORY, p -> limits(p).put(MEMORY, "ten")),
+        rule("core request with a space before it", CORE, p -> requests(p).put(CORE, " 10")),
+        rule("memory limit with a space after it", MEMORY, p -> limits(p).put(MEMORY, "50 ")),
+        rule("core limit with a tab before it", CORE, p -> limits(p).put(CORE, "\t50")),
+        rule("container cpu with a space after it", "[cpu]", p -> requests(p).put("cpu", "1 ")),
         rule("core request 0", CORE, p -> requests(p).put(CORE, 0)),
         rule("memory request 0", MEMORY, p -> requests(p).put(MEMORY, 0)),
         rule("negative core request", CORE, p -> requests(p).put(CORE, -5)),
@@ -291,6 +295,46 @@ class BadInputTest extends ServerPerClass {
   }
 
   @Test
+  void aKeyTwiceInABodyIsRefusedWith400NamingTheKey() {
+    JsonNode before = state();
+    String pod = Manifests.unique("twice");
+    // the second name and the second limits would silently win without the check
+    String json =
+        Api.write(sharePod(pod, node, 10, 50))
+            .replaceFirst(
+                "\"name\":\"" + pod + "\"", "\"name\":\"" + pod + "\",\"name\":\"" + pod + "-b\"");
+    assertTrue(json.contains(pod + "-b"), json);
+    assertRefusedUnchanged(
+        api.post("/v1/pods", json, "application/json"), 400, "metadata.name", before);
+    Api.problem(api.get(Api.podPath(pod)), 404);
+    Api.problem(api.get(Api.podPath(pod + "-b")), 404);
+
+    String yaml =
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: "
+            + node
+            + "\n  labels:\n    "
+            + POLICY_LABEL
+            + ": share-pool\n    "
+            + POLICY_LABEL
+            + ": none\nstatus:\n  capacity: {cpu: \"32\", nvidia.com/gpu: \"1\"}\n";
+    assertRefusedUnchanged(
+        api.put("/v1/nodes/" + node, yaml, "application/yaml"), 400, POLICY_LABEL, before);
+  }
+
+  @Test
+  void aNodeQuantityWithSpacesAroundItIsRefused() {
+    JsonNode before = state();
+    String n = Manifests.unique("spaced");
+    ObjectNode manifest = Manifests.node(n, 1, "share-pool", VALID_QOS, "32", "256Gi", "1Ti ");
+    assertRefusedUnchanged(
+        api.put("/v1/nodes/" + n, Api.write(manifest), "application/json"),
+        422,
+        "ephemeral-storage",
+        before);
+    Api.problem(api.get("/v1/nodes/" + n), 404);
+  }
+
+  @Test
   void aManifestOfTheWrongKindIsRefused() {
     JsonNode before = state();
     String n = Manifests.unique("kind");
@@ -348,7 +392,19 @@ class BadInputTest extends ServerPerClass {
             QOS_ANNOTATION,
             "{\"reservedEphemeralStorage\":\"lots\"}",
             "InvalidQoSConfig",
-            "reservedEphemeralStorage"));
+            "reservedEphemeralStorage"),
+        Arguments.of(
+            "QoS quantity with a space before it",
+            QOS_ANNOTATION,
+            "{\"reservedEphemeralStorage\":\" 1Gi\"}",
+            "InvalidQoSConfig",
+            "reservedEphemeralStorage"),
+        Arguments.of(
+            "QoS reserves more ephemeral storage than the node has (1Ti)",
+            QOS_ANNOTATION,
+            "{\"reservedEphemeralStorage\":\"100Ti\"}",
+            "InvalidQoSConfig",
+            "status.capacity[ephemeral-storage] = 1Ti"));
   }
 
   @ParameterizedTest(name = "{0}")

@@ -125,7 +125,10 @@ class NodeStatusTest extends ServerPerClass {
     String qos =
         "{\"preemptEnabled\": true, \"podMaxDurationMinutes\": 45,"
             + " \"reservedEphemeralStorage\": \"1.5Ti\"}";
-    JsonNode v = api.putNode(full, 2, "share-pool", qos);
+    // the reference node's 6Ti of ephemeral storage: a reservation is at most what the node has
+    ObjectNode manifest = Manifests.node(full, 2, "share-pool", qos, "32", "256Gi", "6Ti");
+    Api.ok(api.put("/v1/nodes/" + full, Api.write(manifest), "application/json"));
+    JsonNode v = api.node(full);
     assertEquals(true, v.path("qos").path("preemptEnabled").asBoolean(false), () -> "qos " + v);
     assertEquals(45, v.path("qos").path("podMaxDurationMinutes").asInt(), () -> "qos " + v);
     assertEquals(

@@ -1,7 +1,6 @@
 package dev.gpushare.http.admission;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -9,6 +8,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.FieldErrors;
+import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.Parsed;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
@@ -28,6 +28,7 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -74,8 +75,7 @@ public final class AdmissionReviewer {
   /** The HTTP status a denial reports: well-formed, but against the rules (API.md). */
   public static final int DENIED_CODE = 422;
 
-  private static final ObjectReader READER =
-      Json.mapper().reader().with(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+  private static final ObjectReader READER = InputJson.tree();
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
   private static final Set<String> JUDGED_OPERATIONS = Set.of("CREATE", "UPDATE");
 
@@ -91,6 +91,10 @@ public final class AdmissionReviewer {
     try {
       return READER.readTree(body);
     } catch (JsonProcessingException e) {
+      Optional<FieldError> duplicate = InputJson.duplicateKey(e);
+      if (duplicate.isPresent()) {
+        throw new MalformedReviewException(duplicate.get());
+      }
       String where =
           e.getLocation() == null
               ? ""

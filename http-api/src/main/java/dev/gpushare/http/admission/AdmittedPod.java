@@ -221,7 +221,7 @@ record AdmittedPod(
       JsonNode v = e.getValue();
       String text;
       if (v.isTextual()) {
-        text = v.asText().strip();
+        text = v.asText();
       } else if (v.isIntegralNumber()) {
         text = v.asText();
       } else if (v.isNumber()) {

@@ -245,7 +245,7 @@ public record ExtenderArgs(
             e -> {
               JsonNode v = e.getValue();
               if (v.isTextual() && !v.asText().isBlank()) {
-                out.put(e.getKey(), v.asText().strip());
+                out.put(e.getKey(), v.asText());
               } else if (v.isIntegralNumber()) {
                 out.put(e.getKey(), v.asText());
               } else if (v.isNumber()) {

@@ -419,6 +419,48 @@ class AdmissionReviewerTest {
             .field());
   }
 
+  private static String resourceText(String file) {
+    try (InputStream in = AdmissionReviewerTest.class.getResourceAsStream("/admission/" + file)) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  @Test
+  void aReviewWithAKeyTwiceIsMalformedNamingTheKeyNotJudgedByTheLastValue() {
+    String twice =
+        resourceText("demo-create.json")
+            .replace(
+                "\"alibabacloud.com/gpu-core.percentage\": \"10\",",
+                "\"alibabacloud.com/gpu-core.percentage\": \"10\",\n"
+                    + "\"alibabacloud.com/gpu-core.percentage\": \"100\",");
+    assertTrue(twice.length() > resourceText("demo-create.json").length(), "the fixture changed");
+    MalformedReviewException e = malformed(twice);
+    assertEquals(
+        "request.object.spec.containers[0].resources.requests[alibabacloud.com/gpu-core.percentage]",
+        e.error().field());
+    assertEquals("alibabacloud.com/gpu-core.percentage", e.error().value());
+    assertTrue(e.getMessage().contains("appears again"), e.getMessage());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {" 10", "10 ", "\t10"})
+  void aShareWithSpacesAroundItIsDeniedNotReadAsTheNumber(String given) {
+    ObjectNode review = (ObjectNode) review("demo-create.json");
+    ObjectNode requests =
+        (ObjectNode) review.at("/request/object/spec/containers/0/resources/requests");
+    requests.put("alibabacloud.com/gpu-core.percentage", given);
+    JsonNode answer = mutate(review);
+    JsonNode response = answer.get("response");
+    assertFalse(response.path("allowed").asBoolean(true), answer.toString());
+    JsonNode cause = response.at("/status/details/causes/0");
+    assertEquals(
+        "spec.containers[0].resources.requests[alibabacloud.com/gpu-core.percentage]",
+        cause.path("field").asText());
+    assertTrue(cause.path("message").asText().contains("\"" + given + "\""), answer.toString());
+  }
+
   @Test
   void aReviewWithoutUidOrPodIsMalformed() {
     ObjectNode noUid = (ObjectNode) review("demo-create.json");

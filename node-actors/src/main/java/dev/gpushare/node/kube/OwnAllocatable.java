@@ -3,7 +3,9 @@ package dev.gpushare.node.kube;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.FieldErrors;
+import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.ShareRequestRules;
@@ -109,15 +111,20 @@ public final class OwnAllocatable {
   }
 
   /**
-   * Parses the annotation's text.
+   * Parses the annotation's text; a resource named twice is refused, not read as the last value.
    *
    * @throws IllegalArgumentException when it is not {@link #ACCEPTED}
    */
   public static Map<String, String> parse(String text) {
     JsonNode json;
     try {
-      json = MAPPER.readTree(text);
+      json = InputJson.tree().readTree(text);
     } catch (JsonProcessingException e) {
+      Optional<FieldError> duplicate = InputJson.duplicateKey(e);
+      if (duplicate.isPresent()) {
+        // "cpu: the key \"cpu\" appears again …" under the annotation's own path
+        throw new IllegalArgumentException(FIELD + "." + duplicate.get().message());
+      }
       throw invalid(text);
     }
     if (json == null || !json.isObject()) {

@@ -73,4 +73,30 @@ class OwnAllocatableTest {
                 + " non-negative decimal number"),
         quantity);
   }
+
+  @Test
+  void aResourceRecordedTwiceIsRefusedNotReadAsTheLastValue() {
+    String twice =
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> OwnAllocatable.parse("{\"cpu\":\"176\",\"cpu\":\"1\"}"))
+            .getMessage();
+    assertTrue(
+        twice.startsWith(
+            "metadata.annotations[gpushare.dev/own-allocatable].cpu: the key \"cpu\" appears"
+                + " again"),
+        twice);
+    assertTrue(twice.contains("at most once"), twice);
+  }
+
+  @Test
+  void aQuantityWithSpacesAroundItIsRefused() {
+    String spaced =
+        assertThrows(
+                IllegalArgumentException.class, () -> OwnAllocatable.parse("{\"cpu\":\" 176\"}"))
+            .getMessage();
+    assertTrue(
+        spaced.startsWith("metadata.annotations[gpushare.dev/own-allocatable].cpu is \" 176\""),
+        spaced);
+  }
 }
