@@ -19,12 +19,14 @@ import org.apache.pekko.actor.typed.ActorSystem;
 /**
  * {@code java -jar gpushare.jar init-schema [--config FILE] [--data DIR]}: creates the journal,
  * tag, snapshot and durable-state tables of the configured journal ({@code gpushare.journal}) where
- * they are missing, prints what it found and did, and exits 0. Safe to run again: it then creates
- * nothing. Exit status 2 for a bad flag or configuration, 1 when the database cannot be used.
+ * they are missing, widens {@code persistence_id} columns made by an older schema (VARCHAR(255)) to
+ * {@value SchemaSetup#PERSISTENCE_ID_WIDTH} characters keeping their rows, prints what it found and
+ * did, and exits 0. Safe to run again: it then changes nothing. Exit status 2 for a bad flag or
+ * configuration, 1 when the database cannot be used.
  *
  * <p>Also the schema policy of a server start ({@link #atStart}): H2, and PostgreSQL with {@code
- * create-schema = true}, create missing tables; PostgreSQL otherwise only checks them and names
- * this command when they are missing.
+ * create-schema = true}, create missing tables and widen narrow columns; PostgreSQL otherwise only
+ * checks them and names this command when tables are missing or too narrow.
  */
 final class InitSchemaCommand {
 
@@ -41,8 +43,10 @@ final class InitSchemaCommand {
 
         Creates the tables of the configured journal (gpushare.journal in --config FILE, else
         the built-in embedded configuration) where they are missing: event_journal, event_tag,
-        snapshot and durable_state, with their indexes. Prints what existed and what it
-        created. Idempotent: a second run creates nothing.
+        snapshot and durable_state, with their indexes. Widens persistence_id columns made by
+        an older schema (VARCHAR(255)) to VARCHAR(512), keeping every row: persistence ids hold
+        Kubernetes names of up to 253 characters. Prints what existed, what it created and
+        what it widened. Idempotent: a second run changes nothing.
 
         On PostgreSQL (gpushare.journal.kind = postgres) the DDL is gpushare's copy of
         pekko-persistence-jdbc's schema (gpushare-postgres-schema.sql), applied in one
@@ -105,9 +109,21 @@ final class InitSchemaCommand {
       out.println("  created:         " + listed(report.created()));
       out.println("  already present: " + listed(report.present()));
       out.println(
-          report.created().isEmpty()
+          "  widened:         "
+              + (report.widened().isEmpty()
+                  ? "(none)"
+                  : String.join(", ", report.widened())
+                      + " (to VARCHAR("
+                      + SchemaSetup.PERSISTENCE_ID_WIDTH
+                      + "), every row kept)"));
+      out.println(
+          report.created().isEmpty() && report.widened().isEmpty()
               ? "  nothing to do: every table exists"
-              : "  done: " + report.created().size() + " table(s) created");
+              : "  done: "
+                  + report.created().size()
+                  + " table(s) created, "
+                  + report.widened().size()
+                  + " column(s) widened");
       out.flush();
       return 0;
     } catch (InterruptedException e) {
@@ -136,12 +152,27 @@ final class InitSchemaCommand {
     if (journal.createsSchemaAtStart()) {
       return SchemaSetup.ensure(system);
     }
-    return SchemaSetup.verify(system)
+    String file = configFile.map(Path::toString).orElse("FILE");
+    return SchemaSetup.verifyWritable(system)
         .exceptionally(
             error -> {
               Throwable cause = unwrap(error);
+              if (cause instanceof SchemaSetup.NarrowColumnsException narrow) {
+                throw new IllegalStateException(
+                    "journal database "
+                        + narrow.database()
+                        + " has an older gpushare schema: columns "
+                        + narrow.narrow()
+                        + " are narrower than the "
+                        + SchemaSetup.PERSISTENCE_ID_WIDTH
+                        + " characters that persistence ids of Kubernetes names need, and"
+                        + " gpushare.journal.postgres.create-schema is false; run `java -jar"
+                        + " gpushare.jar init-schema --config "
+                        + file
+                        + "` once (it widens them in place and keeps every row), or set"
+                        + " gpushare.journal.postgres.create-schema = true");
+              }
               if (cause instanceof SchemaSetup.MissingTablesException missing) {
-                String file = configFile.map(Path::toString).orElse("FILE");
                 throw new IllegalStateException(
                     "journal database "
                         + missing.database()

@@ -113,6 +113,7 @@ class LauncherCommandsTest {
     Outcome second = run("init-schema", "--data", data.toString());
     assertEquals(0, second.status(), second.err());
     assertTrue(second.out().contains("  created:         (none)\n"), second.out());
+    assertTrue(second.out().contains("  widened:         (none)\n"), second.out());
     assertTrue(second.out().contains("nothing to do: every table exists"), second.out());
 
     Outcome ids = run("journal", "--ids", "--data", data.toString());
@@ -122,6 +123,43 @@ class LauncherCommandsTest {
     assertEquals(0, events.status(), events.err());
     assertEquals("", events.out());
     assertTrue(events.err().contains("no events for Pod|default/a"), events.err());
+  }
+
+  @Test
+  void initSchemaWidensTheNarrowPersistenceIdsOfAnOlderH2Journal() throws Exception {
+    Path data = dir.resolve("old");
+    // An H2 journal as gpushare made it before: the plugin's script, persistence_id VARCHAR(255).
+    try (var connection =
+            java.sql.DriverManager.getConnection(
+                "jdbc:h2:file:" + data.toAbsolutePath().resolve("journal"), "sa", "");
+        var ddl = connection.createStatement();
+        var script =
+            org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils.class
+                .getClassLoader()
+                .getResourceAsStream("schema/h2/h2-create-schema.sql")) {
+      for (String statement :
+          new String(script.readAllBytes(), StandardCharsets.UTF_8).split(";")) {
+        if (!statement.isBlank()) {
+          ddl.execute(statement);
+        }
+      }
+    }
+    Outcome first = run("init-schema", "--data", data.toString());
+    assertEquals(0, first.status(), first.err());
+    assertTrue(first.out().contains("  created:         (none)\n"), first.out());
+    assertTrue(
+        first
+            .out()
+            .contains(
+                "  widened:         event_journal.persistence_id, snapshot.persistence_id,"
+                    + " durable_state.persistence_id (to VARCHAR(512), every row kept)\n"),
+        first.out());
+    assertTrue(
+        first.out().contains("  done: 0 table(s) created, 3 column(s) widened"), first.out());
+    Outcome second = run("init-schema", "--data", data.toString());
+    assertEquals(0, second.status(), second.err());
+    assertTrue(second.out().contains("  widened:         (none)\n"), second.out());
+    assertTrue(second.out().contains("nothing to do: every table exists"), second.out());
   }
 
   @Test

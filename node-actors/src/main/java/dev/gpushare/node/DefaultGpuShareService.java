@@ -5,6 +5,7 @@ import static dev.gpushare.node.ServiceAsks.done;
 
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.FieldErrors;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.NodeAdmission;
@@ -440,15 +441,23 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             given.annotations() == null ? Map.of() : given.annotations(),
             given.containers() == null ? List.of() : given.containers());
     Parsed<PodSharing> parsed = ShareRequestRules.validate(m);
-    if (!parsed.ok()) {
-      return CompletableFuture.failedFuture(ServiceException.invalid(parsed.errors()));
+    List<FieldError> errors = new ArrayList<>(parsed.ok() ? List.of() : parsed.errors());
+    // An empty uid is no uid, as in Kubernetes: one is assigned.
+    String uid = m.uid() == null || m.uid().isEmpty() ? null : m.uid();
+    if (uid != null && !KubernetesNames.isPodUid(uid)) {
+      errors.add(FieldErrors.of("metadata.uid", uid, KubernetesNames.UID_ACCEPTED));
+    }
+    if (!errors.isEmpty()) {
+      return CompletableFuture.failedFuture(ServiceException.invalid(errors));
     }
     String ref = m.namespace() + "/" + m.name();
     PodKey key =
-        new PodKey(
-            m.namespace(), m.name(), m.uid() == null ? UUID.randomUUID().toString() : m.uid());
+        new PodKey(m.namespace(), m.name(), uid == null ? UUID.randomUUID().toString() : uid);
     PodSharing spec = parsed.value();
-    return chooseNode(m.nodeName(), spec)
+    // Every refusal (the rules above, no such node, node admission) comes before the claim of the
+    // name: a refused create writes nothing. Only a node that changes between the check and the
+    // bind refuses after the claim, which is then released.
+    return chooseNode(m.nodeName(), key, spec)
         .thenCompose(node -> claim(ref, node, key).thenApply(d -> node))
         .thenCompose(
             node ->
@@ -501,24 +510,52 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
             });
   }
 
-  private CompletionStage<String> chooseNode(String nodeName, PodSharing spec) {
+  /**
+   * The node for a pod: {@code nodeName} when given, if it is registered and its admission takes
+   * the pod (else the refusal bind would give, before anything is written), or the embedded
+   * scheduler's pick.
+   */
+  private CompletionStage<String> chooseNode(String nodeName, PodKey key, PodSharing spec) {
     if (nodeName != null && !nodeName.isEmpty()) {
-      return asks.registeredNodes()
-          .thenApply(
-              names -> {
-                if (!names.contains(nodeName)) {
-                  throw ServiceException.of(
-                      Kind.NOT_FOUND,
-                      new FieldError(
-                          "spec.nodeName",
-                          nodeName,
-                          "spec.nodeName is \""
-                              + nodeName
-                              + "\"; no such node (known: "
-                              + String.join(", ", names)
-                              + ")"));
+      if (!KubernetesNames.isDns1123Subdomain(nodeName)) {
+        return CompletableFuture.failedFuture(
+            ServiceException.invalid(
+                List.of(
+                    FieldErrors.of(
+                        "spec.nodeName", nodeName, KubernetesNames.DNS1123_SUBDOMAIN_ACCEPTED))));
+      }
+      return asks.nodeRecord(nodeName)
+          .thenCompose(
+              record -> {
+                if (!record.registered()) {
+                  return asks.registeredNodes()
+                      .thenApply(
+                          names -> {
+                            throw ServiceException.of(
+                                Kind.NOT_FOUND,
+                                new FieldError(
+                                    "spec.nodeName",
+                                    nodeName,
+                                    "spec.nodeName is \""
+                                        + nodeName
+                                        + "\"; no such node (known: "
+                                        + String.join(", ", names)
+                                        + ")"));
+                          });
                 }
-                return nodeName;
+                // A pod bound already (a create repeated with its uid) is answered by the bind.
+                FieldError refusal =
+                    record.bound().containsKey(key.entityId())
+                        ? null
+                        : NodeAdmission.refusal(record.admissionState(), spec);
+                if (refusal != null) {
+                  Kind kind =
+                      NodeActor.INVALID.equals(NodeActor.refusalKind(refusal))
+                          ? Kind.INVALID
+                          : Kind.CONFLICT;
+                  throw ServiceException.of(kind, refusal);
+                }
+                return CompletableFuture.completedFuture(nodeName);
               });
     }
     // The embedded scheduler: among nodes whose policy in force takes the pod and whose
@@ -572,7 +609,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             reply -> {
               if (reply.error() != null) {
-                Kind kind = "INVALID".equals(reply.error()) ? Kind.INVALID : Kind.CONFLICT;
+                Kind kind = NodeActor.INVALID.equals(reply.error()) ? Kind.INVALID : Kind.CONFLICT;
                 throw ServiceException.of(kind, reply.reason());
               }
               nodeChanged(node);
@@ -1071,7 +1108,18 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private static ServiceException podNotFound(String namespace, String name) {
     return new ServiceException(
         Kind.NOT_FOUND,
-        "pod " + namespace + "/" + name + " not found",
+        "pod "
+            + namespace
+            + "/"
+            + name
+            + " not found"
+            + (KubernetesNames.isPodRef(namespace, name)
+                ? ""
+                : " (not a valid pod name: the namespace is "
+                    + KubernetesNames.DNS1123_LABEL_ACCEPTED
+                    + ", the name "
+                    + KubernetesNames.DNS1123_SUBDOMAIN_ACCEPTED
+                    + ")"),
         List.of(
             new FieldError("metadata.name", name, "pod " + namespace + "/" + name + " not found")));
   }

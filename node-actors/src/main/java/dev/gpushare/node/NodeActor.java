@@ -256,8 +256,7 @@ public final class NodeActor
     }
     FieldError refusal = admission(r, c.spec());
     if (refusal != null) {
-      String kind = refusal.field().startsWith("metadata.labels") ? "INVALID" : "CONFLICT";
-      return Effect().reply(c.replyTo(), new BindReply(r, kind, refusal));
+      return Effect().reply(c.replyTo(), new BindReply(r, refusalKind(refusal), refusal));
     }
     PodBound bound = new PodBound(c.key(), c.spec());
     List<Event> events = new ArrayList<>();
@@ -311,6 +310,17 @@ public final class NodeActor
       return Effect().none().thenReply(replyTo, r -> r);
     }
     return Effect().persist(events).thenReply(replyTo, r -> r);
+  }
+
+  /** {@link BindReply#error} of a refusal that is the pod's own fault (its policy label). */
+  static final String INVALID = "INVALID";
+
+  /** {@link BindReply#error} of a refusal by the node's state (room, whole GPUs, sharing). */
+  static final String CONFLICT = "CONFLICT";
+
+  /** {@link #INVALID} for a refusal of the pod's labels, else {@link #CONFLICT}. */
+  static String refusalKind(FieldError refusal) {
+    return refusal.field().startsWith("metadata.labels") ? INVALID : CONFLICT;
   }
 
   /**

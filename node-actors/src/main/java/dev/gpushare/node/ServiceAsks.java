@@ -1,6 +1,7 @@
 package dev.gpushare.node;
 
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.actor.NodeArbiter;
@@ -73,8 +74,14 @@ final class ServiceAsks {
     return entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
   }
 
-  /** The pod that goes by the name, from the cluster-wide index. */
+  /**
+   * The pod that goes by the name, from the cluster-wide index. A name Kubernetes would refuse
+   * (such as one with a {@code |}, which no persistence id may hold) names no pod: empty at once.
+   */
   CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
+    if (!KubernetesNames.isPodRef(namespace, name)) {
+      return CompletableFuture.completedFuture(Optional.empty());
+    }
     return entities
         .podIndex(namespace + "/" + name)
         .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)

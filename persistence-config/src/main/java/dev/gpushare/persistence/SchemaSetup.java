@@ -46,6 +46,15 @@ import slick.jdbc.PostgresProfile;
  * failure leaves nothing half made. Tables are looked up through the {@code search_path}, as the
  * plugin's queries find them.
  *
+ * <p><b>Width of persistence ids</b>: the plugin's scripts declare {@code persistence_id} as {@code
+ * VARCHAR(255)}, too narrow for the ids of pods and nodes with the longest names Kubernetes accepts
+ * (persistence-config/EVENTS.md, "Persistence ids"). Both databases get {@value
+ * #PERSISTENCE_ID_WIDTH} characters in {@code event_journal}, {@code snapshot} and {@code
+ * durable_state}: a new PostgreSQL table is made that wide, an existing column that is narrower is
+ * widened in place (rows kept; {@link Report#widened}), on H2 at every start, on PostgreSQL by
+ * {@link #create}. {@link #verifyWritable} refuses a PostgreSQL journal still narrower ({@link
+ * NarrowColumnsException}).
+ *
  * <p>The returned stages fail with {@link IllegalStateException} when the database cannot be opened
  * or tables are missing ({@link MissingTablesException} from {@link #verify}); for an H2 file held
  * by another process the message says so. Messages show the database URL without its settings or
@@ -77,6 +86,26 @@ public final class SchemaSetup {
 
   private static final int REQUIRED_TABLES = 3;
 
+  /**
+   * The width in characters of every {@code persistence_id} column: the longest persistence id
+   * gpushare writes is 450 characters (EVENTS.md, "Persistence ids"), and 512 characters of even
+   * 4-byte UTF-8 stay below PostgreSQL's 2704-byte limit on a B-tree key.
+   */
+  public static final int PERSISTENCE_ID_WIDTH = 512;
+
+  /** The {@code persistence_id} columns: config path of the table, then of the column's name. */
+  private static final List<List<String>> PERSISTENCE_ID_COLUMNS =
+      List.of(
+          List.of(
+              "jdbc-journal.tables.event_journal",
+              "jdbc-journal.tables.event_journal.columnNames.persistenceId"),
+          List.of(
+              "jdbc-snapshot-store.tables.snapshot",
+              "jdbc-snapshot-store.tables.snapshot.columnNames.persistenceId"),
+          List.of(
+              "jdbc-durable-state-store.tables.durable_state",
+              "jdbc-durable-state-store.tables.durable_state.columnNames.persistenceId"));
+
   private SchemaSetup() {}
 
   /**
@@ -86,11 +115,54 @@ public final class SchemaSetup {
    * @param script the DDL applied (a resource name)
    * @param created tables that did not exist before and do now, in creation order
    * @param present tables that existed already
+   * @param widened {@code table.column} of the existing {@code persistence_id} columns that were
+   *     narrower than {@value #PERSISTENCE_ID_WIDTH} characters and are now that wide
    */
-  public record Report(String database, String script, List<String> created, List<String> present) {
+  public record Report(
+      String database,
+      String script,
+      List<String> created,
+      List<String> present,
+      List<String> widened) {
     public Report {
       created = List.copyOf(created);
       present = List.copyOf(present);
+      widened = List.copyOf(widened);
+    }
+  }
+
+  /**
+   * {@link #verifyWritable} found {@code persistence_id} columns narrower than {@value
+   * #PERSISTENCE_ID_WIDTH} characters: a journal made by an older schema script.
+   */
+  public static final class NarrowColumnsException extends IllegalStateException {
+    private final String database;
+    private final List<String> narrow;
+
+    NarrowColumnsException(String database, List<String> narrow) {
+      super(
+          "journal database "
+              + database
+              + ": columns "
+              + narrow
+              + " are narrower than the "
+              + PERSISTENCE_ID_WIDTH
+              + " characters that persistence ids of Kubernetes names need (pod and node names"
+              + " of up to 253 characters); widen them with the schema script "
+              + POSTGRES_SCRIPT
+              + " (gpushare's init-schema command), which keeps every row");
+      this.database = database;
+      this.narrow = List.copyOf(narrow);
+    }
+
+    /** The database URL without settings or query. */
+    public String database() {
+      return database;
+    }
+
+    /** {@code table.column VARCHAR(n)} of each column that is too narrow. */
+    public List<String> narrow() {
+      return narrow;
     }
   }
 
@@ -145,7 +217,10 @@ public final class SchemaSetup {
                     before ->
                         SchemaUtils.applyScript(script, ";", JOURNAL, system)
                             .thenApplyAsync(
-                                done -> report(system, config, before, H2_SCRIPT), blocking));
+                                done ->
+                                    report(
+                                        system, config, before, H2_SCRIPT, widenH2(system, config)),
+                                blocking));
       }
     } catch (RuntimeException e) {
       report = CompletableFuture.failedFuture(e);
@@ -179,12 +254,49 @@ public final class SchemaSetup {
     return failWithContext(verified, config);
   }
 
+  /**
+   * {@link #verify}, and that every {@code persistence_id} column holds {@value
+   * #PERSISTENCE_ID_WIDTH} characters: fails with {@link NarrowColumnsException} for a journal made
+   * by an older script, before anything is written that it could not hold. A server on PostgreSQL
+   * without {@code create-schema} checks this at start; on H2 {@link #create}, run at every start,
+   * has widened the columns already.
+   */
+  public static CompletionStage<Done> verifyWritable(ActorSystem<?> system) {
+    Config config = system.settings().config();
+    Executor blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
+    CompletionStage<Done> verified =
+        verify(system)
+            .thenApplyAsync(
+                done -> {
+                  List<String> narrow = new ArrayList<>();
+                  try (Connection connection = connection(system, config)) {
+                    for (Map.Entry<String, Integer> column :
+                        widths(connection, config).entrySet()) {
+                      if (column.getValue() < PERSISTENCE_ID_WIDTH) {
+                        narrow.add(column.getKey() + " VARCHAR(" + column.getValue() + ")");
+                      }
+                    }
+                  } catch (SQLException e) {
+                    throw new CompletionException(e);
+                  }
+                  if (!narrow.isEmpty()) {
+                    throw new NarrowColumnsException(databaseUrl(config), narrow);
+                  }
+                  return done;
+                },
+                blocking);
+    return failWithContext(verified, config);
+  }
+
   /** The text of gpushare's PostgreSQL DDL ({@value #POSTGRES_SCRIPT}). */
   public static String postgresScript() {
     return resource(SchemaSetup.class.getClassLoader(), POSTGRES_SCRIPT);
   }
 
-  /** The statements of a script: {@code --} comment lines dropped, split at semicolons. */
+  /**
+   * The statements of a script: {@code --} comment lines dropped, split at semicolons, except those
+   * inside {@code $$} quotes (the body of a {@code DO} block).
+   */
   static List<String> statements(String script) {
     StringBuilder code = new StringBuilder();
     for (String line : script.split("\n", -1)) {
@@ -193,17 +305,35 @@ public final class SchemaSetup {
       }
     }
     List<String> statements = new ArrayList<>();
-    for (String statement : code.toString().split(";")) {
-      if (!statement.isBlank()) {
-        statements.add(statement.strip());
+    StringBuilder statement = new StringBuilder();
+    boolean quoted = false;
+    for (int i = 0; i < code.length(); i++) {
+      char c = code.charAt(i);
+      if (c == '$' && i + 1 < code.length() && code.charAt(i + 1) == '$') {
+        quoted = !quoted;
+        statement.append("$$");
+        i++;
+      } else if (c == ';' && !quoted) {
+        addStatement(statements, statement);
+      } else {
+        statement.append(c);
       }
     }
+    addStatement(statements, statement);
     return statements;
+  }
+
+  private static void addStatement(List<String> statements, StringBuilder statement) {
+    if (!statement.toString().isBlank()) {
+      statements.add(statement.toString().strip());
+    }
+    statement.setLength(0);
   }
 
   private static Report createPostgres(ActorSystem<?> system, Config config) {
     List<String> statements = statements(postgresScript());
     Map<String, Boolean> before;
+    List<String> widened = new ArrayList<>();
     try (Connection connection = connection(system, config)) {
       connection.setAutoCommit(false);
       try {
@@ -213,9 +343,32 @@ public final class SchemaSetup {
           lock.execute();
         }
         before = existing(connection, config);
+        Map<String, Integer> narrowBefore = widths(connection, config);
         try (Statement ddl = connection.createStatement()) {
           for (String statement : statements) {
             ddl.execute(statement);
+          }
+        }
+        Map<String, Integer> after = widths(connection, config);
+        for (Map.Entry<String, Integer> column : narrowBefore.entrySet()) {
+          if (column.getValue() < PERSISTENCE_ID_WIDTH) {
+            int now = after.getOrDefault(column.getKey(), column.getValue());
+            if (now < PERSISTENCE_ID_WIDTH) {
+              throw new IllegalStateException(
+                  "journal database "
+                      + databaseUrl(config)
+                      + ": column "
+                      + column.getKey()
+                      + " is still VARCHAR("
+                      + now
+                      + ") after "
+                      + POSTGRES_SCRIPT
+                      + " (its DO blocks widen the plugin's default table and column names"
+                      + " only); widen it to VARCHAR("
+                      + PERSISTENCE_ID_WIDTH
+                      + ") by hand");
+            }
+            widened.add(column.getKey());
           }
         }
         connection.commit();
@@ -226,11 +379,125 @@ public final class SchemaSetup {
     } catch (SQLException e) {
       throw new CompletionException(e);
     }
-    return report(system, config, before, POSTGRES_SCRIPT);
+    return report(system, config, before, POSTGRES_SCRIPT, widened);
+  }
+
+  /**
+   * H2: widens each existing {@code persistence_id} column narrower than {@value
+   * #PERSISTENCE_ID_WIDTH} characters ({@code ALTER COLUMN ... SET DATA TYPE}, which keeps NOT
+   * NULL, the primary key and every row); answers the columns widened. H2 commits each DDL
+   * statement on its own: each column is widened whole or not at all, and a start after a failure
+   * widens the rest.
+   */
+  private static List<String> widenH2(ActorSystem<?> system, Config config) {
+    List<String> widened = new ArrayList<>();
+    try (Connection connection = connection(system, config);
+        Statement ddl = connection.createStatement()) {
+      for (Map.Entry<String, Integer> column : widths(connection, config).entrySet()) {
+        if (column.getValue() < PERSISTENCE_ID_WIDTH) {
+          String[] tableAndColumn = splitColumn(column.getKey());
+          ddl.execute(
+              "ALTER TABLE "
+                  + quotedTable(tableAndColumn[0])
+                  + " ALTER COLUMN \""
+                  + tableAndColumn[1]
+                  + "\" SET DATA TYPE VARCHAR("
+                  + PERSISTENCE_ID_WIDTH
+                  + ")");
+          widened.add(column.getKey());
+        }
+      }
+    } catch (SQLException e) {
+      throw new CompletionException(e);
+    }
+    return widened;
+  }
+
+  /** {@code schema.table.column} or {@code table.column}: the table part and the column. */
+  private static String[] splitColumn(String qualifiedColumn) {
+    int dot = qualifiedColumn.lastIndexOf('.');
+    return new String[] {qualifiedColumn.substring(0, dot), qualifiedColumn.substring(dot + 1)};
+  }
+
+  private static String quotedTable(String qualifiedTable) {
+    int dot = qualifiedTable.indexOf('.');
+    return dot < 0
+        ? "\"" + qualifiedTable + "\""
+        : "\""
+            + qualifiedTable.substring(0, dot)
+            + "\".\""
+            + qualifiedTable.substring(dot + 1)
+            + "\"";
+  }
+
+  /**
+   * The declared width of each existing table's {@code persistence_id} column ({@code table.column}
+   * to characters; {@link Integer#MAX_VALUE} when unbounded or not a VARCHAR). PostgreSQL resolves
+   * tables through the search_path, as the plugin's queries do.
+   */
+  private static Map<String, Integer> widths(Connection connection, Config config)
+      throws SQLException {
+    Map<String, Integer> widths = new LinkedHashMap<>();
+    boolean postgres = connection.getMetaData().getURL().startsWith("jdbc:postgresql:");
+    for (List<String> paths : PERSISTENCE_ID_COLUMNS) {
+      String table = qualifiedName(config, paths.get(0));
+      String column = config.getString(paths.get(1));
+      Integer width =
+          postgres
+              ? postgresWidth(connection, table, column)
+              : h2Width(
+                  connection.getMetaData(),
+                  config.getString(paths.get(0) + ".schemaName"),
+                  config.getString(paths.get(0) + ".tableName"),
+                  column);
+      if (width != null) {
+        widths.put(table + "." + column, width);
+      }
+    }
+    return widths;
+  }
+
+  private static Integer postgresWidth(Connection connection, String table, String column)
+      throws SQLException {
+    try (PreparedStatement query =
+        connection.prepareStatement(
+            "SELECT CASE WHEN atttypid = 'varchar'::regtype AND atttypmod >= 4"
+                + " THEN atttypmod - 4 END FROM pg_attribute"
+                + " WHERE attrelid = to_regclass(?) AND attname = ? AND NOT attisdropped")) {
+      query.setString(1, table);
+      query.setString(2, column);
+      try (ResultSet result = query.executeQuery()) {
+        if (!result.next()) {
+          return null;
+        }
+        int width = result.getInt(1);
+        return result.wasNull() ? Integer.MAX_VALUE : width;
+      }
+    }
+  }
+
+  private static Integer h2Width(
+      DatabaseMetaData metaData, String schema, String table, String column) throws SQLException {
+    try (ResultSet columns =
+        metaData.getColumns(null, schema.isEmpty() ? null : schema, table, column)) {
+      while (columns.next()) {
+        if (columns.getString("TABLE_NAME").equals(table)
+            && columns.getString("COLUMN_NAME").equals(column)) {
+          return columns.getInt("DATA_TYPE") == java.sql.Types.VARCHAR
+              ? columns.getInt("COLUMN_SIZE")
+              : Integer.MAX_VALUE;
+        }
+      }
+      return null;
+    }
   }
 
   private static Report report(
-      ActorSystem<?> system, Config config, Map<String, Boolean> before, String script) {
+      ActorSystem<?> system,
+      Config config,
+      Map<String, Boolean> before,
+      String script,
+      List<String> widened) {
     Map<String, Boolean> after = existing(system, config);
     List<String> missing = missingRequired(after, config);
     if (!missing.isEmpty()) {
@@ -253,7 +520,13 @@ public final class SchemaSetup {
         created.add(table.getKey());
       }
     }
-    return new Report(databaseUrl(config), script, created, present);
+    // H2's script makes new tables narrow and they are widened at once: only the columns of
+    // tables that existed before count as widened.
+    List<String> widenedExisting =
+        widened.stream()
+            .filter(column -> before.getOrDefault(splitColumn(column)[0], false))
+            .toList();
+    return new Report(databaseUrl(config), script, created, present, widenedExisting);
   }
 
   private static List<String> missingRequired(Map<String, Boolean> existing, Config config) {

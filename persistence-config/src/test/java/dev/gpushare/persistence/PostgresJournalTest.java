@@ -111,6 +111,95 @@ class PostgresJournalTest {
     assertEquals(SchemaSetup.POSTGRES_SCRIPT, firstReport.script());
     assertEquals(ALL_TABLES, firstReport.created());
     assertEquals(List.of(), firstReport.present());
+    assertEquals(List.of(), firstReport.widened());
+  }
+
+  @Test
+  void aPersistenceIdAsWideAsTheColumnIsWrittenAndReadBack() throws Exception {
+    String url = server.createDatabase("wide");
+    String id = H2PersistenceIdWidthTest.LONG_ID;
+    ActorTestKit writer = JournalTestKits.postgres("wide", url);
+    try {
+      await(SchemaSetup.create(writer.system()));
+      await(SchemaSetup.verifyWritable(writer.system()));
+      assertEquals(List.of(512, 512, 512), H2PersistenceIdWidthTest.widths(writer));
+      // Five events: the fourth takes a snapshot, so both tables hold the 512-character id.
+      H2PersistenceIdWidthTest.add(writer, id, 5);
+    } finally {
+      writer.shutdownTestKit();
+    }
+    ActorTestKit reader = JournalTestKits.postgres("wide-reader", url);
+    try {
+      assertEquals(new Counter.State(15, 5), H2PersistenceIdWidthTest.get(reader, id));
+      assertEquals(List.of(Counter.ENTITY_TYPE + "|" + id), H2PersistenceIdWidthTest.ids(reader));
+      assertEquals(512, (Counter.ENTITY_TYPE + "|" + id).length());
+      assertEquals(1, H2PersistenceIdWidthTest.rows(reader, "snapshot"));
+    } finally {
+      reader.shutdownTestKit();
+    }
+  }
+
+  @Test
+  void aJournalMadeWithThePluginsSchemaIsWidenedKeepingItsRows() throws Exception {
+    String url = server.createDatabase("narrow");
+    // The schema of an older gpushare: the plugin's own script, persistence_id VARCHAR(255).
+    try (Connection connection = PostgresServer.connect(url);
+        java.sql.Statement ddl = connection.createStatement()) {
+      for (String statement : SchemaSetup.statements(pluginScript())) {
+        ddl.execute(statement);
+      }
+    }
+    ActorTestKit old = JournalTestKits.postgres("narrow-old", url);
+    try {
+      assertEquals(List.of(255, 255, 255), H2PersistenceIdWidthTest.widths(old));
+      H2PersistenceIdWidthTest.add(old, "c-1", 6);
+      H2PersistenceIdWidthTest.add(old, "c-2", 1);
+      ExecutionException e =
+          assertThrows(
+              ExecutionException.class, () -> await(SchemaSetup.verifyWritable(old.system())));
+      SchemaSetup.NarrowColumnsException narrow =
+          assertInstanceOf(SchemaSetup.NarrowColumnsException.class, e.getCause());
+      assertEquals(
+          List.of(
+              "event_journal.persistence_id VARCHAR(255)",
+              "snapshot.persistence_id VARCHAR(255)",
+              "durable_state.persistence_id VARCHAR(255)"),
+          narrow.narrow());
+      assertTrue(narrow.getMessage().contains("init-schema"), narrow.getMessage());
+    } finally {
+      old.shutdownTestKit();
+    }
+    ActorTestKit upgraded = JournalTestKits.postgres("narrow-upgraded", url);
+    try {
+      SchemaSetup.Report report = await(SchemaSetup.create(upgraded.system()));
+      assertEquals(H2PersistenceIdWidthTest.WIDENED, report.widened());
+      assertEquals(List.of(), report.created());
+      assertEquals(ALL_TABLES, report.present());
+      assertEquals(List.of(512, 512, 512), H2PersistenceIdWidthTest.widths(upgraded));
+      assertEquals(7, H2PersistenceIdWidthTest.rows(upgraded, "event_journal"));
+      assertEquals(1, H2PersistenceIdWidthTest.rows(upgraded, "snapshot"));
+      assertEquals(new Counter.State(21, 6), H2PersistenceIdWidthTest.get(upgraded, "c-1"));
+      assertEquals(new Counter.State(1, 1), H2PersistenceIdWidthTest.get(upgraded, "c-2"));
+      H2PersistenceIdWidthTest.add(upgraded, H2PersistenceIdWidthTest.LONG_ID, 5);
+      await(SchemaSetup.verifyWritable(upgraded.system()));
+      SchemaSetup.Report again = await(SchemaSetup.create(upgraded.system()));
+      assertEquals(List.of(), again.widened(), "a second run widens nothing");
+      assertEquals(
+          new Counter.State(15, 5),
+          H2PersistenceIdWidthTest.get(upgraded, H2PersistenceIdWidthTest.LONG_ID));
+      assertEquals(12, H2PersistenceIdWidthTest.rows(upgraded, "event_journal"));
+    } finally {
+      upgraded.shutdownTestKit();
+    }
+  }
+
+  private static String pluginScript() throws Exception {
+    try (var in =
+        org.apache.pekko.persistence.jdbc.testkit.javadsl.SchemaUtils.class
+            .getClassLoader()
+            .getResourceAsStream("schema/postgres/postgres-create-schema.sql")) {
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    }
   }
 
   @Test
