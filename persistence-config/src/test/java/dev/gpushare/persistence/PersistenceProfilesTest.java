@@ -40,7 +40,7 @@ class PersistenceProfilesTest {
     assertEquals(
         "jdbc:h2:file:"
             + temp.toAbsolutePath().resolve("journal")
-            + ";DB_CLOSE_ON_EXIT=FALSE;FILE_LOCK=FS",
+            + ";DB_CLOSE_ON_EXIT=FALSE;FILE_LOCK=FS;RETENTION_TIME=0",
         url);
   }
 
