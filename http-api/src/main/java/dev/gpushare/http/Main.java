@@ -26,6 +26,7 @@ import dev.gpushare.node.kube.KubeWriter;
 import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
+import dev.gpushare.persistence.JournalSettings;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
@@ -72,6 +73,8 @@ import org.slf4j.LoggerFactory;
  * selects PostgreSQL ({@link JournalConfig}); the schema step follows {@link
  * InitSchemaCommand#atStart}. The commands {@code init-schema} and {@code journal} ({@link
  * LauncherCommands}) use the same configuration without starting a server.
+ *
+ * <p>The data directory is the owner's alone ({@link DataDirectory}: 0700, its files 0600).
  *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
@@ -129,6 +132,7 @@ public final class Main {
   /** Everything checked before anything starts. */
   private record Prepared(
       LauncherOptions options,
+      Path data,
       EmbeddedConfig embedded,
       Config systemConfig,
       ArbiterClock clock,
@@ -156,7 +160,7 @@ public final class Main {
                     options.webhook().tlsKey().orElseThrow(),
                     options.extender().clientCa().orElseThrow()))
             : Optional.empty();
-    Path data = DataDirectory.prepare(options.data());
+    Path data = DataDirectory.prepare(options.data(), LOG::warn);
     // Kubernetes mode inside a pod forms the cluster with bootstrap and says which node this
     // member runs on (role node:$NODE_NAME); elsewhere a member joins the configured seed nodes,
     // or itself.
@@ -177,6 +181,7 @@ public final class Main {
     if (mode == ClockMode.SYSTEM) {
       return new Prepared(
           options,
+          data,
           embedded,
           systemConfig,
           ArbiterClock.system(),
@@ -194,6 +199,7 @@ public final class Main {
     clockFile.record(start);
     return new Prepared(
         options,
+        data,
         embedded,
         systemConfig,
         new ManualClock(start),
@@ -207,6 +213,7 @@ public final class Main {
     LauncherOptions options = prepared.options();
     ActorSystem<Void> system =
         ActorSystem.create(Behaviors.empty(), "gpushare", prepared.systemConfig());
+    boolean h2 = prepared.embedded().journal() instanceof JournalSettings.H2;
     try {
       RuntimeSettings settings = prepared.embedded().settings();
       if (options.kubernetes()) {
@@ -226,6 +233,13 @@ public final class Main {
                   up ->
                       InitSchemaCommand.atStart(
                           system, prepared.embedded().journal(), options.config()))
+              .thenApply(
+                  done -> {
+                    if (h2) {
+                      restrictFiles(prepared.data());
+                    }
+                    return done;
+                  })
               .thenCompose(
                   done ->
                       GpuShareRuntime.start(
@@ -288,6 +302,20 @@ public final class Main {
     } catch (ExecutionException | RuntimeException | LinkageError e) {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
+    }
+  }
+
+  /**
+   * Files in the data directory with the umask's mode once the journal is open (H2 makes its files
+   * so), now the owner's alone.
+   */
+  private static void restrictFiles(Path data) {
+    List<String> tightened = DataDirectory.restrictFiles(data);
+    if (!tightened.isEmpty()) {
+      LOG.info(
+          "--data {}: files made readable by their owner only (0600): {}",
+          data,
+          String.join(", ", tightened));
     }
   }
 

@@ -46,6 +46,7 @@ public final class ServerProcess implements AutoCloseable {
   private final List<String> jvmArgs;
   private final Map<String, String> environment;
   private final String clock;
+  private String umask;
   private Process process;
   private URI baseUri;
   private Api api;
@@ -100,6 +101,19 @@ public final class ServerProcess implements AutoCloseable {
       String... extraArgs) {
     ServerProcess s =
         new ServerProcess(label, dataDir, jvmArgs, environment, clock, List.of(extraArgs));
+    s.launch();
+    return s;
+  }
+
+  /**
+   * Starts a server as {@link #start(String, Path, String...)} does, from a shell that first sets
+   * the file mode creation mask to {@code umask} (e.g. {@code 000}); {@link #restart()} keeps it.
+   */
+  public static ServerProcess startWithUmask(
+      String label, Path dataDir, String umask, String... extraArgs) {
+    ServerProcess s =
+        new ServerProcess(label, dataDir, List.of(), Map.of(), "manual", List.of(extraArgs));
+    s.umask = umask;
     s.launch();
     return s;
   }
@@ -218,7 +232,12 @@ public final class ServerProcess implements AutoCloseable {
     cmd.add(clock);
     cmd.addAll(extraArgs);
 
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    List<String> command = new ArrayList<>();
+    if (umask != null) {
+      command.addAll(List.of("sh", "-c", "umask " + umask + " && exec \"$@\"", "sh"));
+    }
+    command.addAll(cmd);
+    ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
     environment.forEach(
         (name, value) -> {
           if (value == null) {
