@@ -30,9 +30,12 @@ import dev.gpushare.persistence.JournalSettings;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.BindException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -74,7 +77,10 @@ import org.slf4j.LoggerFactory;
  * InitSchemaCommand#atStart}. The commands {@code init-schema} and {@code journal} ({@link
  * LauncherCommands}) use the same configuration without starting a server.
  *
- * <p>The data directory is the owner's alone ({@link DataDirectory}: 0700, its files 0600).
+ * <p>The data directory is the owner's alone ({@link DataDirectory}: 0700, its files 0600). A
+ * directory that served before (it holds {@code admin-token}) whose H2 journal is missing or empty
+ * is not taken for a new cluster: the launcher refuses it (status 1) unless {@code --fresh-start}
+ * says so.
  *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
@@ -120,6 +126,10 @@ public final class Main {
         return 0;
       }
       prepared = prepare(options);
+    } catch (Refused e) {
+      err.println("gpushare: " + e.getMessage());
+      err.flush();
+      return FAILED;
     } catch (LaunchException | IllegalArgumentException | UncheckedIOException e) {
       err.println("gpushare: " + e.getMessage());
       err.println("gpushare: run with --help for the flags and the configuration format");
@@ -127,6 +137,13 @@ public final class Main {
       return LaunchException.USAGE;
     }
     return start(prepared, out, err);
+  }
+
+  /** A start refused for what the data directory holds, not for a flag or key: status 1. */
+  private static final class Refused extends RuntimeException {
+    Refused(String message) {
+      super(message, null, false, false);
+    }
   }
 
   /** Everything checked before anything starts. */
@@ -161,6 +178,13 @@ public final class Main {
                     options.extender().clientCa().orElseThrow()))
             : Optional.empty();
     Path data = DataDirectory.prepare(options.data(), LOG::warn);
+    if (embedded.journal() instanceof JournalSettings.H2) {
+      checkJournalFile(data, options.freshStart());
+    } else if (options.freshStart()) {
+      LOG.warn(
+          "--fresh-start: ignored, the journal is {}'s, not a file under --data",
+          embedded.journal().kind());
+    }
     // Kubernetes mode inside a pod forms the cluster with bootstrap and says which node this
     // member runs on (role node:$NODE_NAME); elsewhere a member joins the configured seed nodes,
     // or itself.
@@ -207,6 +231,66 @@ public final class Main {
         webhookTls,
         formation,
         extenderTls);
+  }
+
+  /**
+   * The H2 journal of a data directory that served before (its {@code admin-token} is there) must
+   * be there and not empty: else every node, pod and decision would be silently forgotten, and the
+   * server would start as a new cluster. {@code --fresh-start} lets it start so. A journal that is
+   * absent is created here, empty and the owner's alone (H2 takes an empty file for a new
+   * database), so that it never has the umask's mode.
+   */
+  static void checkJournalFile(Path data, boolean freshStart) {
+    Path journal = data.resolve(JournalAccess.H2_FILE);
+    Path token = data.resolve(AdminToken.FILE);
+    long size;
+    try {
+      size = Files.exists(journal, LinkOption.NOFOLLOW_LINKS) ? Files.size(journal) : -1;
+    } catch (IOException e) {
+      throw new Refused(
+          "--data " + data + ": the journal " + journal + " cannot be read (" + e + ")");
+    }
+    if (size > 0) {
+      if (freshStart) {
+        LOG.warn(
+            "--fresh-start: ignored, the journal {} holds data ({} bytes); leave the flag out",
+            journal,
+            size);
+      }
+      return;
+    }
+    String state = size < 0 ? "is missing" : "is empty (0 bytes)";
+    if (Files.exists(token, LinkOption.NOFOLLOW_LINKS)) {
+      if (!freshStart) {
+        throw new Refused(
+            "--data "
+                + data
+                + ": the journal "
+                + journal
+                + " "
+                + state
+                + ", but "
+                + token
+                + " shows that this directory has served before; starting now would begin an"
+                + " empty journal and forget every node, pod and decision. Restore "
+                + JournalAccess.H2_FILE
+                + " (e.g. from a backup, with the server stopped), or start once with"
+                + " --fresh-start to begin anew on purpose");
+      }
+      LOG.warn(
+          "--fresh-start: the journal {} {}; starting with an empty journal (no nodes, pods or"
+              + " decisions)",
+          journal,
+          state);
+    }
+    if (size < 0) {
+      try {
+        DataDirectory.createPrivateFile(journal);
+      } catch (IOException e) {
+        throw new Refused(
+            "--data " + data + ": the journal " + journal + " cannot be created (" + e + ")");
+      }
+    }
   }
 
   private static int start(Prepared prepared, PrintStream out, PrintStream err) {
@@ -306,8 +390,8 @@ public final class Main {
   }
 
   /**
-   * Files in the data directory with the umask's mode once the journal is open (H2 makes its files
-   * so), now the owner's alone.
+   * Files in the data directory with the umask's mode once the journal is open (one that H2 made
+   * itself, rather than opening the file {@link #checkJournalFile} made), now the owner's alone.
    */
   private static void restrictFiles(Path data) {
     List<String> tightened = DataDirectory.restrictFiles(data);

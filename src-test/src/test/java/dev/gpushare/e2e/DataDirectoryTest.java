@@ -15,12 +15,14 @@ import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What the launcher makes of its {@code --data} directory: the owner's alone (0700, every file
- * 0600) whatever the umask or the modes found there.
+ * 0600) whatever the umask or the modes found there, and a directory that served before is not
+ * taken for a new cluster when its journal is gone ({@code --fresh-start} says so on purpose).
  */
 class DataDirectoryTest {
 
@@ -62,6 +64,60 @@ class DataDirectoryTest {
     } finally {
       server.stop();
     }
+  }
+
+  @Test
+  void aDirectoryThatServedBeforeDoesNotStartWithoutItsJournalUnlessToldFreshStart()
+      throws Exception {
+    Path data = temp.resolve("data");
+    Path journal = data.resolve("journal.mv.db");
+    ServerProcess server = ServerProcess.start("DataDirectoryTest-lost", data);
+    server.api().createPod(sharePod("kept", "node-1", 10, 100));
+    server.stop();
+
+    Files.delete(journal);
+    CommandProcess.Result deleted = launch(data);
+    assertEquals(1, deleted.status(), deleted.toString());
+    assertEquals("", deleted.out(), deleted.toString());
+    assertTrue(
+        deleted
+            .err()
+            .startsWith(
+                "gpushare: --data "
+                    + data
+                    + ": the journal "
+                    + journal
+                    + " is missing, but "
+                    + data.resolve("admin-token")
+                    + " shows that this directory has served before"),
+        deleted.toString());
+    assertTrue(deleted.err().contains("or start once with --fresh-start"), deleted.toString());
+    assertFalse(Files.exists(journal), "a refused start creates no journal");
+
+    Files.createFile(journal);
+    CommandProcess.Result empty = launch(data);
+    assertEquals(1, empty.status(), empty.toString());
+    assertTrue(
+        empty.err().contains("the journal " + journal + " is empty (0 bytes)"), empty.toString());
+
+    server = ServerProcess.start("DataDirectoryTest-fresh", data, "--fresh-start");
+    try {
+      Api.problem(server.api().get(Api.podPath("kept")), 404); // a new cluster, on purpose
+      server.api().createPod(sharePod("new", "node-1", 10, 100));
+      assertTrue(
+          Files.readString(server.logFile()).contains("--fresh-start: the journal " + journal),
+          "the log says it started anew");
+      server.stop();
+      server = ServerProcess.start("DataDirectoryTest-after", data); // no flag needed now
+      assertEquals("Hibernation", server.api().pod("new").path("state").asText());
+    } finally {
+      server.stop();
+    }
+  }
+
+  private static CommandProcess.Result launch(Path data) {
+    return CommandProcess.run(
+        Map.of(), "--port", "0", "--data", data.toString(), "--clock", "manual");
   }
 
   /** Asserts 0700 on {@code dir} and 0600 on each file in it; answers the files' names. */
