@@ -358,8 +358,9 @@ public record LauncherOptions(
 
         Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,
         1 when startup fails otherwise (e.g. gpushare.gpu.backend = nvml without the NVIDIA
-        driver's libnvidia-ml.so.1, or a lost journal without --fresh-start). SIGTERM stops
-        the server gracefully.
+        driver's libnvidia-ml.so.1, or a lost journal without --fresh-start), 3 when H2 closed
+        the journal database after a write error (a full disk): start the server again to
+        recover from the file. SIGTERM stops the server gracefully.
         """;
   }
 

@@ -21,11 +21,13 @@ import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.cluster.ClusterFormation;
 import dev.gpushare.node.kube.KubeWriter;
 import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
+import dev.gpushare.persistence.JournalHealth;
 import dev.gpushare.persistence.JournalSettings;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -80,7 +82,11 @@ import org.slf4j.LoggerFactory;
  * <p>The data directory is the owner's alone ({@link DataDirectory}: 0700, its files 0600). A
  * directory that served before (it holds {@code admin-token}) whose H2 journal is missing or empty
  * is not taken for a new cluster: the launcher refuses it (status 1) unless {@code --fresh-start}
- * says so.
+ * says so. While the H2 journal cannot write ({@link JournalHealth}: too little free space, a
+ * failed write) writing requests fail at once with the reason and {@code /readyz} answers 503; once
+ * H2 has closed the database after a write error, the process exits with {@link #JOURNAL_CLOSED} so
+ * that its supervisor starts it again, and the new process recovers every acknowledged decision
+ * from the file.
  *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
@@ -90,6 +96,18 @@ import org.slf4j.LoggerFactory;
 public final class Main {
   /** Exit status for a startup failure that no flag or key explains. */
   public static final int FAILED = 1;
+
+  /**
+   * Exit status once H2 has closed the journal database after a write error (a full disk): a new
+   * process recovers from the file.
+   */
+  public static final int JOURNAL_CLOSED = 3;
+
+  /** Set once H2 has closed the journal database: the process exits with JOURNAL_CLOSED. */
+  private static volatile boolean journalClosed;
+
+  /** How long the shutdown after a closed journal may take before the process halts. */
+  private static final Duration JOURNAL_CLOSED_SHUTDOWN = Duration.ofSeconds(60);
 
   private static final Logger LOG = LoggerFactory.getLogger(Main.class);
   private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(10);
@@ -299,6 +317,11 @@ public final class Main {
         ActorSystem.create(Behaviors.empty(), "gpushare", prepared.systemConfig());
     boolean h2 = prepared.embedded().journal() instanceof JournalSettings.H2;
     try {
+      JournalStatus journal =
+          h2
+              ? watchJournal(
+                  system, prepared.data(), (JournalSettings.H2) prepared.embedded().journal(), err)
+              : JournalStatus.WRITABLE;
       RuntimeSettings settings = prepared.embedded().settings();
       if (options.kubernetes()) {
         // Nodes come from the API server; simulated nodes have no place beside them.
@@ -327,7 +350,7 @@ public final class Main {
               .thenCompose(
                   done ->
                       GpuShareRuntime.start(
-                          system, runtimeSettings, prepared.clock(), ownNodeBackend))
+                          system, runtimeSettings, prepared.clock(), ownNodeBackend, journal))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
       KubernetesClient kubeClient = null;
@@ -400,6 +423,103 @@ public final class Main {
           "--data {}: files made readable by their owner only (0600): {}",
           data,
           String.join(", ", tightened));
+    }
+  }
+
+  /**
+   * The H2 journal's health ({@link JournalHealth}) as the service sees it: free space watched
+   * ({@code gpushare.journal.min-free-space}), failed writes heard at once. Once H2 has closed the
+   * database this process can never write again: it stops and exits with {@link #JOURNAL_CLOSED},
+   * so that its supervisor (Kubernetes, systemd) starts it again, which recovers from the file.
+   */
+  private static JournalStatus watchJournal(
+      ActorSystem<Void> system, Path data, JournalSettings.H2 settings, PrintStream err) {
+    JournalHealth health = JournalHealth.get(system);
+    health.listen(
+        new JournalHealth.Listener() {
+          @Override
+          public void databaseClosed(String reason) {
+            exitForClosedJournal(system, data, reason, err);
+          }
+        });
+    health.watchFreeSpace(data, settings.minFreeSpace());
+    return new JournalStatus() {
+      @Override
+      public Optional<String> unwritable() {
+        return health.unwritable();
+      }
+
+      @Override
+      public void onWriteFailure(Consumer<String> listener) {
+        health.listen(
+            new JournalHealth.Listener() {
+              @Override
+              public void writeFailed(String reason) {
+                listener.accept(reason);
+              }
+            });
+      }
+    };
+  }
+
+  /**
+   * Coordinated shutdown (the HTTP binding answers what is in flight, then stops), then exit with
+   * {@link #JOURNAL_CLOSED}; a shutdown that hangs is cut short by halting.
+   */
+  private static void exitForClosedJournal(
+      ActorSystem<Void> system, Path data, String reason, PrintStream err) {
+    journalClosed = true;
+    Thread exit =
+        new Thread(
+            () -> {
+              String message =
+                  reason
+                      + "; exiting with status "
+                      + JOURNAL_CLOSED
+                      + ": start the server again on --data "
+                      + data
+                      + " (once the file system has room) and it recovers every acknowledged"
+                      + " decision from "
+                      + data.resolve(JournalAccess.H2_FILE);
+              err.println("gpushare: " + message);
+              err.flush();
+              Thread halt =
+                  new Thread(
+                      () -> {
+                        try {
+                          Thread.sleep(JOURNAL_CLOSED_SHUTDOWN.multipliedBy(2).toMillis());
+                        } catch (InterruptedException e) {
+                          return;
+                        }
+                        Runtime.getRuntime().halt(JOURNAL_CLOSED);
+                      },
+                      "gpushare-journal-closed-halt");
+              halt.setDaemon(true);
+              halt.start();
+              try {
+                CoordinatedShutdown.get(system)
+                    .runAll(JournalClosed.INSTANCE)
+                    .toCompletableFuture()
+                    .get(JOURNAL_CLOSED_SHUTDOWN.toSeconds(), TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              } catch (ExecutionException | TimeoutException e) {
+                LOG.warn(
+                    "the shutdown after the journal closed did not complete: {}", e.toString());
+              }
+              System.exit(JOURNAL_CLOSED);
+            },
+            "gpushare-journal-closed");
+    exit.start();
+  }
+
+  /** Coordinated shutdown's reason when H2 has closed the journal database. */
+  private static final class JournalClosed implements CoordinatedShutdown.Reason {
+    static final JournalClosed INSTANCE = new JournalClosed();
+
+    @Override
+    public String toString() {
+      return "H2 closed the journal database after a write error";
     }
   }
 
@@ -618,7 +738,8 @@ public final class Main {
     } catch (ExecutionException | TimeoutException e) {
       LOG.warn("the actor system did not stop cleanly: {}", e.toString());
     }
-    return FAILED;
+    // A start that failed because H2 closed the journal ends as any closed journal does.
+    return journalClosed ? JOURNAL_CLOSED : FAILED;
   }
 
   /** An IPv6 literal goes in brackets in a URL. */

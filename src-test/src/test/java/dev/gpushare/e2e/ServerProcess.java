@@ -122,6 +122,22 @@ public final class ServerProcess implements AutoCloseable {
     return api;
   }
 
+  /**
+   * Waits up to {@code seconds} for the server to exit by itself and answers its exit status; empty
+   * if it still runs then.
+   */
+  public Optional<Integer> awaitExit(long seconds) {
+    if (process == null) {
+      throw new IllegalStateException("the server is not running");
+    }
+    if (!waitForExit(process, seconds)) {
+      return Optional.empty();
+    }
+    int status = process.exitValue();
+    process = null;
+    return Optional.of(status);
+  }
+
   /** The server's admin token ({@code <data>/admin-token}, made at its first start), if there. */
   public Optional<String> adminToken() {
     java.nio.file.Path file = dataDir.resolve("admin-token");
