@@ -1,5 +1,6 @@
 package dev.gpushare.http;
 
+import dev.gpushare.persistence.DataDirectory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -10,16 +11,21 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileAttribute;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * Where a manual clock stands, kept in {@code <data>/clock.txt} (one ISO-8601 instant) so that a
  * restart on the same data directory resumes there: simulated time never goes backwards. Each
  * {@link #record(Instant)} replaces the file atomically (written beside it, synced, renamed), and
  * an instant earlier than the one already recorded is ignored, so advances that complete out of
- * order cannot move the file back. Thread-safe.
+ * order cannot move the file back. The file is the owner's alone (0600), like everything in the
+ * data directory. Thread-safe.
  */
 public final class ClockFile {
   public static final String NAME = "clock.txt";
@@ -73,9 +79,15 @@ public final class ClockFile {
       try (FileChannel channel =
           FileChannel.open(
               temp,
-              StandardOpenOption.CREATE,
-              StandardOpenOption.TRUNCATE_EXISTING,
-              StandardOpenOption.WRITE)) {
+              Set.of(
+                  StandardOpenOption.CREATE,
+                  StandardOpenOption.TRUNCATE_EXISTING,
+                  StandardOpenOption.WRITE),
+              ownerOnly(temp))) {
+        if (Files.getFileAttributeView(temp, PosixFileAttributeView.class) != null) {
+          // a temp file left behind by an older version keeps its mode through CREATE
+          Files.setPosixFilePermissions(temp, DataDirectory.FILE_MODE);
+        }
         channel.write(ByteBuffer.wrap((now + "\n").getBytes(StandardCharsets.UTF_8)));
         channel.force(true);
       }
@@ -89,5 +101,11 @@ public final class ClockFile {
           "the manual clock moved to " + now + " but " + file + " could not be written", e);
     }
     recorded = now;
+  }
+
+  private static FileAttribute<?>[] ownerOnly(Path file) {
+    return Files.getFileAttributeView(file.getParent(), PosixFileAttributeView.class) == null
+        ? new FileAttribute<?>[0]
+        : new FileAttribute<?>[] {PosixFilePermissions.asFileAttribute(DataDirectory.FILE_MODE)};
   }
 }

@@ -41,10 +41,12 @@ final class JournalAccess implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final JournalSettings settings;
   private final String database;
+  private final Path dataDir;
 
-  private JournalAccess(ActorSystem<Void> system, JournalSettings settings) {
+  private JournalAccess(ActorSystem<Void> system, JournalSettings settings, Path dataDir) {
     this.system = system;
     this.settings = settings;
+    this.dataDir = dataDir;
     this.database = SchemaSetup.databaseUrl(system.settings().config());
   }
 
@@ -80,7 +82,8 @@ final class JournalAccess implements AutoCloseable {
         COMMAND_OVERRIDES.withFallback(
             EmbeddedConfig.resolve(
                 loaded, settings.profile(dataDir).withFallback(ConfigFactory.load())));
-    return new JournalAccess(ActorSystem.create(Behaviors.empty(), systemName, config), settings);
+    return new JournalAccess(
+        ActorSystem.create(Behaviors.empty(), systemName, config), settings, dataDir);
   }
 
   ActorSystem<Void> system() {
@@ -105,6 +108,10 @@ final class JournalAccess implements AutoCloseable {
       Thread.currentThread().interrupt();
     } catch (ExecutionException | TimeoutException e) {
       LOG.warn("the actor system did not stop cleanly: {}", e.toString());
+    }
+    if (settings instanceof JournalSettings.H2) {
+      // a journal this command created has the umask's mode; the server's files are 0600
+      DataDirectory.restrictFiles(dataDir);
     }
   }
 

@@ -16,6 +16,7 @@ import java.util.regex.Pattern;
  * <pre>
  * gpushare.journal {
  *   kind = h2                          # h2 (default) | postgres
+ *   min-free-space = 16 MiB            # h2: writes refused below this much free space; 0 = off
  *   postgres {                         # required when kind = postgres
  *     url = "jdbc:postgresql://db:5432/gpushare"
  *     user = "gpushare"
@@ -32,7 +33,7 @@ final class JournalConfig {
 
   static final String AT = "gpushare.journal";
   private static final String POSTGRES_AT = AT + ".postgres";
-  private static final Set<String> KEYS = Set.of("kind", "postgres");
+  private static final Set<String> KEYS = Set.of("kind", "postgres", "min-free-space");
   private static final Set<String> POSTGRES_KEYS =
       Set.of("url", "user", "password", "password-env", "create-schema");
   private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
@@ -65,11 +66,12 @@ final class JournalConfig {
     if (postgres != null) {
       errors.unknownKeys(postgres, POSTGRES_AT, POSTGRES_KEYS);
     }
-    if (kind == null) {
+    Long minFreeSpace = minFreeSpace(journal, errors);
+    if (kind == null || minFreeSpace == null) {
       return null;
     }
     if (kind.equals("h2")) {
-      return JournalSettings.DEFAULT;
+      return new JournalSettings.H2(minFreeSpace);
     }
     if (postgres == null) {
       if (journal.get("postgres") == null) {
@@ -84,6 +86,32 @@ final class JournalConfig {
       return null;
     }
     return postgres(postgres, errors, environment);
+  }
+
+  /** {@code min-free-space}: a HOCON size of 0 or more; {@code null} after an error. */
+  private static Long minFreeSpace(ConfigObject journal, EmbeddedConfig.Errors errors) {
+    ConfigValue value = journal.get("min-free-space");
+    if (value == null) {
+      return JournalSettings.H2.DEFAULT_MIN_FREE_SPACE;
+    }
+    String rule =
+        "a size of 0 or more, such as 16 MiB (the default), 512 KiB or 0 (off): while the file"
+            + " system of --data has less free, the H2 journal refuses writes and /readyz answers"
+            + " 503";
+    Long bytes = null;
+    if (value.valueType() == ConfigValueType.NUMBER
+        || value.valueType() == ConfigValueType.STRING) {
+      try {
+        bytes = journal.toConfig().getBytes("min-free-space");
+      } catch (com.typesafe.config.ConfigException e) {
+        bytes = null;
+      }
+    }
+    if (bytes == null || bytes < 0) {
+      errors.add(AT + ".min-free-space", value, "expected " + rule);
+      return null;
+    }
+    return bytes;
   }
 
   private static JournalSettings postgres(

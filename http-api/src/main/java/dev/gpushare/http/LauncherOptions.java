@@ -20,6 +20,9 @@ import java.util.Set;
  * @param webhook the admission webhook's HTTPS listener, off unless {@code --webhook-port} is given
  * @param kubernetes {@code --kubernetes}: nodes and pods come from the API server (informers), and
  *     node status, pod annotations, conditions and Events are written back to it
+ * @param freshStart {@code --fresh-start}: the operator says that a data directory which served
+ *     before (it has an {@code admin-token}) but whose H2 journal is missing or empty may start
+ *     with an empty journal; without it such a start is refused
  */
 public record LauncherOptions(
     String host,
@@ -30,7 +33,22 @@ public record LauncherOptions(
     boolean help,
     Webhook webhook,
     boolean kubernetes,
-    Extender extender) {
+    Extender extender,
+    boolean freshStart) {
+
+  /** Without {@code --fresh-start}. */
+  public LauncherOptions(
+      String host,
+      int port,
+      Path data,
+      Optional<ClockMode> clock,
+      Optional<Path> config,
+      boolean help,
+      Webhook webhook,
+      boolean kubernetes,
+      Extender extender) {
+    this(host, port, data, clock, config, help, webhook, kubernetes, extender, false);
+  }
 
   /** Without the scheduler extender's listener. */
   public LauncherOptions(
@@ -108,7 +126,7 @@ public record LauncherOptions(
   private static final String FLAGS =
       "--port N, --host H, --data DIR, --clock system|manual, --config FILE, --webhook-port N,"
           + " --tls-cert FILE, --tls-key FILE, --extender-port N, --extender-client-ca FILE,"
-          + " --kubernetes, --help";
+          + " --kubernetes, --fresh-start, --help";
 
   /** The defaults, as if no flag were given. */
   public static LauncherOptions defaults() {
@@ -131,6 +149,7 @@ public record LauncherOptions(
     Optional<Path> tlsCert = Optional.empty();
     Optional<Path> tlsKey = Optional.empty();
     boolean kubernetes = false;
+    boolean freshStart = false;
     int extenderPort = 0;
     Optional<Path> extenderCa = Optional.empty();
     Set<String> seen = new HashSet<>();
@@ -142,15 +161,19 @@ public record LauncherOptions(
       }
       int eq = arg.indexOf('=');
       String flag = eq < 0 ? arg : arg.substring(0, eq);
-      if (flag.equals("--kubernetes")) {
+      if (flag.equals("--kubernetes") || flag.equals("--fresh-start")) {
         if (eq >= 0) {
           throw new LaunchException(
-              "--kubernetes: takes no value, '" + arg.substring(eq + 1) + "' given");
+              flag + ": takes no value, '" + arg.substring(eq + 1) + "' given");
         }
         if (!seen.add(flag)) {
           throw new LaunchException(flag + ": given more than once; give it once");
         }
-        kubernetes = true;
+        if (flag.equals("--kubernetes")) {
+          kubernetes = true;
+        } else {
+          freshStart = true;
+        }
         continue;
       }
       if (!List.of(
@@ -208,7 +231,8 @@ public record LauncherOptions(
         false,
         webhook(port, webhookPort, tlsCert, tlsKey),
         kubernetes,
-        extender(port, webhookPort, extenderPort, extenderCa));
+        extender(port, webhookPort, extenderPort, extenderCa),
+        freshStart);
   }
 
   /** The extender needs its client CA and the webhook's TLS pair, on a port of its own. */
@@ -325,11 +349,19 @@ public record LauncherOptions(
                                    annotations, conditions and Events are written back. With
                                    NODE_NAME set, only that node (the DaemonSet member's own).
                                    No simulated nodes are registered.
+          --fresh-start            allow a start on a --data directory that has served before
+                                   (it holds admin-token) but whose journal.mv.db is missing or
+                                   empty: the server then begins with an empty journal, i.e. a
+                                   new cluster that knows no node, pod or decision. Without it
+                                   such a start is refused (status 1). Ignored when the journal
+                                   holds data; give it for that one start only
           --help                   this text
 
         Exit status: 0 after --help, 2 for a bad flag, configuration or data directory,
         1 when startup fails otherwise (e.g. gpushare.gpu.backend = nvml without the NVIDIA
-        driver's libnvidia-ml.so.1). SIGTERM stops the server gracefully.
+        driver's libnvidia-ml.so.1, or a lost journal without --fresh-start), 3 when H2 closed
+        the journal database after a write error (a full disk): start the server again to
+        recover from the file. SIGTERM stops the server gracefully.
         """;
   }
 

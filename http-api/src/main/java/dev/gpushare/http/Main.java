@@ -21,18 +21,24 @@ import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.cluster.ClusterFormation;
 import dev.gpushare.node.cluster.ClusterTransport;
 import dev.gpushare.node.kube.KubeWriter;
 import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
+import dev.gpushare.persistence.JournalHealth;
+import dev.gpushare.persistence.JournalSettings;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.BindException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -74,6 +80,15 @@ import org.slf4j.LoggerFactory;
  * InitSchemaCommand#atStart}. The commands {@code init-schema} and {@code journal} ({@link
  * LauncherCommands}) use the same configuration without starting a server.
  *
+ * <p>The data directory is the owner's alone ({@link DataDirectory}: 0700, its files 0600). A
+ * directory that served before (it holds {@code admin-token}) whose H2 journal is missing or empty
+ * is not taken for a new cluster: the launcher refuses it (status 1) unless {@code --fresh-start}
+ * says so. While the H2 journal cannot write ({@link JournalHealth}: too little free space, a
+ * failed write) writing requests fail at once with the reason and {@code /readyz} answers 503; once
+ * H2 has closed the database after a write error, the process exits with {@link #JOURNAL_CLOSED} so
+ * that its supervisor starts it again, and the new process recovers every acknowledged decision
+ * from the file.
+ *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
  * before anything starts (status 2 when they are unusable); its address is logged, stdout keeps its
@@ -82,6 +97,18 @@ import org.slf4j.LoggerFactory;
 public final class Main {
   /** Exit status for a startup failure that no flag or key explains. */
   public static final int FAILED = 1;
+
+  /**
+   * Exit status once H2 has closed the journal database after a write error (a full disk): a new
+   * process recovers from the file.
+   */
+  public static final int JOURNAL_CLOSED = 3;
+
+  /** Set once H2 has closed the journal database: the process exits with JOURNAL_CLOSED. */
+  private static volatile boolean journalClosed;
+
+  /** How long the shutdown after a closed journal may take before the process halts. */
+  private static final Duration JOURNAL_CLOSED_SHUTDOWN = Duration.ofSeconds(60);
 
   private static final Logger LOG = LoggerFactory.getLogger(Main.class);
   private static final Duration UNBIND_DEADLINE = Duration.ofSeconds(10);
@@ -118,6 +145,10 @@ public final class Main {
         return 0;
       }
       prepared = prepare(options);
+    } catch (Refused e) {
+      err.println("gpushare: " + e.getMessage());
+      err.flush();
+      return FAILED;
     } catch (LaunchException | IllegalArgumentException | UncheckedIOException e) {
       err.println("gpushare: " + e.getMessage());
       err.println("gpushare: run with --help for the flags and the configuration format");
@@ -127,9 +158,17 @@ public final class Main {
     return start(prepared, out, err);
   }
 
+  /** A start refused for what the data directory holds, not for a flag or key: status 1. */
+  private static final class Refused extends RuntimeException {
+    Refused(String message) {
+      super(message, null, false, false);
+    }
+  }
+
   /** Everything checked before anything starts. */
   private record Prepared(
       LauncherOptions options,
+      Path data,
       EmbeddedConfig embedded,
       Config systemConfig,
       ArbiterClock clock,
@@ -157,7 +196,14 @@ public final class Main {
                     options.webhook().tlsKey().orElseThrow(),
                     options.extender().clientCa().orElseThrow()))
             : Optional.empty();
-    Path data = DataDirectory.prepare(options.data());
+    Path data = DataDirectory.prepare(options.data(), LOG::warn);
+    if (embedded.journal() instanceof JournalSettings.H2) {
+      checkJournalFile(data, options.freshStart());
+    } else if (options.freshStart()) {
+      LOG.warn(
+          "--fresh-start: ignored, the journal is {}'s, not a file under --data",
+          embedded.journal().kind());
+    }
     // Kubernetes mode inside a pod forms the cluster with bootstrap and says which node this
     // member runs on (role node:$NODE_NAME); elsewhere a member joins the configured seed nodes,
     // or itself.
@@ -180,6 +226,7 @@ public final class Main {
     if (mode == ClockMode.SYSTEM) {
       return new Prepared(
           options,
+          data,
           embedded,
           systemConfig,
           ArbiterClock.system(),
@@ -197,6 +244,7 @@ public final class Main {
     clockFile.record(start);
     return new Prepared(
         options,
+        data,
         embedded,
         systemConfig,
         new ManualClock(start),
@@ -206,11 +254,77 @@ public final class Main {
         extenderTls);
   }
 
+  /**
+   * The H2 journal of a data directory that served before (its {@code admin-token} is there) must
+   * be there and not empty: else every node, pod and decision would be silently forgotten, and the
+   * server would start as a new cluster. {@code --fresh-start} lets it start so. A journal that is
+   * absent is created here, empty and the owner's alone (H2 takes an empty file for a new
+   * database), so that it never has the umask's mode.
+   */
+  static void checkJournalFile(Path data, boolean freshStart) {
+    Path journal = data.resolve(JournalAccess.H2_FILE);
+    Path token = data.resolve(AdminToken.FILE);
+    long size;
+    try {
+      size = Files.exists(journal, LinkOption.NOFOLLOW_LINKS) ? Files.size(journal) : -1;
+    } catch (IOException e) {
+      throw new Refused(
+          "--data " + data + ": the journal " + journal + " cannot be read (" + e + ")");
+    }
+    if (size > 0) {
+      if (freshStart) {
+        LOG.warn(
+            "--fresh-start: ignored, the journal {} holds data ({} bytes); leave the flag out",
+            journal,
+            size);
+      }
+      return;
+    }
+    String state = size < 0 ? "is missing" : "is empty (0 bytes)";
+    if (Files.exists(token, LinkOption.NOFOLLOW_LINKS)) {
+      if (!freshStart) {
+        throw new Refused(
+            "--data "
+                + data
+                + ": the journal "
+                + journal
+                + " "
+                + state
+                + ", but "
+                + token
+                + " shows that this directory has served before; starting now would begin an"
+                + " empty journal and forget every node, pod and decision. Restore "
+                + JournalAccess.H2_FILE
+                + " (e.g. from a backup, with the server stopped), or start once with"
+                + " --fresh-start to begin anew on purpose");
+      }
+      LOG.warn(
+          "--fresh-start: the journal {} {}; starting with an empty journal (no nodes, pods or"
+              + " decisions)",
+          journal,
+          state);
+    }
+    if (size < 0) {
+      try {
+        DataDirectory.createPrivateFile(journal);
+      } catch (IOException e) {
+        throw new Refused(
+            "--data " + data + ": the journal " + journal + " cannot be created (" + e + ")");
+      }
+    }
+  }
+
   private static int start(Prepared prepared, PrintStream out, PrintStream err) {
     LauncherOptions options = prepared.options();
     ActorSystem<Void> system =
         ActorSystem.create(Behaviors.empty(), "gpushare", prepared.systemConfig());
+    boolean h2 = prepared.embedded().journal() instanceof JournalSettings.H2;
     try {
+      JournalStatus journal =
+          h2
+              ? watchJournal(
+                  system, prepared.data(), (JournalSettings.H2) prepared.embedded().journal(), err)
+              : JournalStatus.WRITABLE;
       RuntimeSettings settings = prepared.embedded().settings();
       if (options.kubernetes()) {
         // Nodes come from the API server; simulated nodes have no place beside them.
@@ -229,10 +343,17 @@ public final class Main {
                   up ->
                       InitSchemaCommand.atStart(
                           system, prepared.embedded().journal(), options.config()))
+              .thenApply(
+                  done -> {
+                    if (h2) {
+                      restrictFiles(prepared.data());
+                    }
+                    return done;
+                  })
               .thenCompose(
                   done ->
                       GpuShareRuntime.start(
-                          system, runtimeSettings, prepared.clock(), ownNodeBackend))
+                          system, runtimeSettings, prepared.clock(), ownNodeBackend, journal))
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
       KubernetesClient kubeClient = null;
@@ -295,6 +416,117 @@ public final class Main {
     } catch (ExecutionException | RuntimeException | LinkageError e) {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
+    }
+  }
+
+  /**
+   * Files in the data directory with the umask's mode once the journal is open (one that H2 made
+   * itself, rather than opening the file {@link #checkJournalFile} made), now the owner's alone.
+   */
+  private static void restrictFiles(Path data) {
+    List<String> tightened = DataDirectory.restrictFiles(data);
+    if (!tightened.isEmpty()) {
+      LOG.info(
+          "--data {}: files made readable by their owner only (0600): {}",
+          data,
+          String.join(", ", tightened));
+    }
+  }
+
+  /**
+   * The H2 journal's health ({@link JournalHealth}) as the service sees it: free space watched
+   * ({@code gpushare.journal.min-free-space}), failed writes heard at once. Once H2 has closed the
+   * database this process can never write again: it stops and exits with {@link #JOURNAL_CLOSED},
+   * so that its supervisor (Kubernetes, systemd) starts it again, which recovers from the file.
+   */
+  private static JournalStatus watchJournal(
+      ActorSystem<Void> system, Path data, JournalSettings.H2 settings, PrintStream err) {
+    JournalHealth health = JournalHealth.get(system);
+    health.listen(
+        new JournalHealth.Listener() {
+          @Override
+          public void databaseClosed(String reason) {
+            exitForClosedJournal(system, data, reason, err);
+          }
+        });
+    health.watchFreeSpace(data, settings.minFreeSpace());
+    return new JournalStatus() {
+      @Override
+      public Optional<String> unwritable() {
+        return health.unwritable();
+      }
+
+      @Override
+      public void onWriteFailure(Consumer<String> listener) {
+        health.listen(
+            new JournalHealth.Listener() {
+              @Override
+              public void writeFailed(String reason) {
+                listener.accept(reason);
+              }
+            });
+      }
+    };
+  }
+
+  /**
+   * Coordinated shutdown (the HTTP binding answers what is in flight, then stops), then exit with
+   * {@link #JOURNAL_CLOSED}; a shutdown that hangs is cut short by halting.
+   */
+  private static void exitForClosedJournal(
+      ActorSystem<Void> system, Path data, String reason, PrintStream err) {
+    journalClosed = true;
+    Thread exit =
+        new Thread(
+            () -> {
+              String message =
+                  reason
+                      + "; exiting with status "
+                      + JOURNAL_CLOSED
+                      + ": start the server again on --data "
+                      + data
+                      + " (once the file system has room) and it recovers every acknowledged"
+                      + " decision from "
+                      + data.resolve(JournalAccess.H2_FILE);
+              err.println("gpushare: " + message);
+              err.flush();
+              Thread halt =
+                  new Thread(
+                      () -> {
+                        try {
+                          Thread.sleep(JOURNAL_CLOSED_SHUTDOWN.multipliedBy(2).toMillis());
+                        } catch (InterruptedException e) {
+                          return;
+                        }
+                        Runtime.getRuntime().halt(JOURNAL_CLOSED);
+                      },
+                      "gpushare-journal-closed-halt");
+              halt.setDaemon(true);
+              halt.start();
+              try {
+                CoordinatedShutdown.get(system)
+                    .runAll(JournalClosed.INSTANCE)
+                    .toCompletableFuture()
+                    .get(JOURNAL_CLOSED_SHUTDOWN.toSeconds(), TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              } catch (ExecutionException | TimeoutException e) {
+                LOG.warn(
+                    "the shutdown after the journal closed did not complete: {}", e.toString());
+              }
+              System.exit(JOURNAL_CLOSED);
+            },
+            "gpushare-journal-closed");
+    exit.start();
+  }
+
+  /** Coordinated shutdown's reason when H2 has closed the journal database. */
+  private static final class JournalClosed implements CoordinatedShutdown.Reason {
+    static final JournalClosed INSTANCE = new JournalClosed();
+
+    @Override
+    public String toString() {
+      return "H2 closed the journal database after a write error";
     }
   }
 
@@ -513,7 +745,8 @@ public final class Main {
     } catch (ExecutionException | TimeoutException e) {
       LOG.warn("the actor system did not stop cleanly: {}", e.toString());
     }
-    return FAILED;
+    // A start that failed because H2 closed the journal ends as any closed journal does.
+    return journalClosed ? JOURNAL_CLOSED : FAILED;
   }
 
   /** An IPv6 literal goes in brackets in a URL. */

@@ -45,4 +45,20 @@ class ClockFileTest {
     assertTrue(message.contains("'yesterday'"), message);
     assertTrue(message.contains("2026-01-01T00:00:00Z"), message);
   }
+
+  @Test
+  void theFileIsTheOwnersAloneEvenOverALooseLeftover() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        Files.getFileAttributeView(dir, java.nio.file.attribute.PosixFileAttributeView.class)
+            != null,
+        "no POSIX permissions on " + dir);
+    Path leftover = Files.writeString(dir.resolve("clock.txt.tmp"), "old");
+    Files.setPosixFilePermissions(
+        leftover, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+    new ClockFile(dir).record(Instant.parse("2026-01-01T05:00:00Z"));
+    assertEquals(
+        "rw-------",
+        java.nio.file.attribute.PosixFilePermissions.toString(
+            Files.getPosixFilePermissions(dir.resolve("clock.txt"))));
+  }
 }

@@ -87,7 +87,8 @@ class JournalConfigTest {
   void anUnknownJournalKeyIsNamed() {
     String message = refused("gpushare.journal.knd = postgres");
     assertTrue(message.contains("gpushare.journal.knd: 'postgres' given at "), message);
-    assertTrue(message.contains("unknown key; accepted keys: kind, postgres"), message);
+    assertTrue(
+        message.contains("unknown key; accepted keys: kind, min-free-space, postgres"), message);
     message = refused("gpushare.journal = postgres");
     assertTrue(message.contains("gpushare.journal: 'postgres' given"), message);
     assertTrue(message.contains("expected an object"), message);
@@ -145,5 +146,25 @@ class JournalConfigTest {
     assertTrue(
         message.contains("gpushare.journal.postgres.create-schema: 'maybe' given at "), message);
     assertTrue(message.contains("true (create missing tables at start) or false"), message);
+  }
+
+  @Test
+  void minFreeSpaceIsASizeWith16MiBByDefault() {
+    assertEquals(new JournalSettings.H2(16L * 1024 * 1024), read(""));
+    assertEquals(
+        new JournalSettings.H2(2L * 1024 * 1024), read("gpushare.journal.min-free-space = 2 MiB"));
+    assertEquals(
+        new JournalSettings.H2(512L * 1024), read("gpushare.journal.min-free-space = 512K"));
+    assertEquals(new JournalSettings.H2(0), read("gpushare.journal.min-free-space = 0"));
+  }
+
+  @Test
+  void aBadMinFreeSpaceIsNamed() {
+    String message = refused("gpushare.journal.min-free-space = lots");
+    assertTrue(message.contains("gpushare.journal.min-free-space: 'lots' given"), message);
+    assertTrue(message.contains("such as 16 MiB (the default), 512 KiB or 0 (off)"), message);
+    assertTrue(
+        refused("gpushare.journal.min-free-space = -1")
+            .contains("gpushare.journal.min-free-space: '-1' given"));
   }
 }

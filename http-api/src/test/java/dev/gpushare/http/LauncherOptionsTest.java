@@ -171,4 +171,16 @@ class LauncherOptionsTest {
             .getMessage()
             .contains("already taken by --webhook-port"));
   }
+
+  @Test
+  void freshStartIsAFlagWithoutValueGivenOnce() {
+    assertFalse(LauncherOptions.defaults().freshStart());
+    assertTrue(LauncherOptions.parse(List.of("--fresh-start")).freshStart());
+    assertEquals(
+        "--fresh-start: takes no value, 'yes' given", refused("--fresh-start=yes").getMessage());
+    assertEquals(
+        "--fresh-start: given more than once; give it once",
+        refused("--fresh-start", "--fresh-start").getMessage());
+    assertTrue(LauncherOptions.usage().contains("--fresh-start"));
+  }
 }

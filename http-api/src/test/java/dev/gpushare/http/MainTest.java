@@ -121,4 +121,56 @@ class MainTest {
     assertEquals("[::1]", Main.urlHost("::1"));
     assertEquals("127.0.0.1", Main.urlHost("127.0.0.1"));
   }
+
+  private static void assertLostJournalRefused(Outcome outcome, Path data, String state) {
+    assertEquals(Main.FAILED, outcome.status(), outcome.err());
+    assertEquals("", outcome.out());
+    assertTrue(
+        outcome
+            .err()
+            .startsWith(
+                "gpushare: --data "
+                    + data
+                    + ": the journal "
+                    + data.resolve("journal.mv.db")
+                    + " "
+                    + state
+                    + ", but "
+                    + data.resolve("admin-token")
+                    + " shows that this directory has served before;"),
+        outcome.err());
+    assertTrue(
+        outcome
+            .err()
+            .contains(
+                "Restore journal.mv.db (e.g. from a backup, with the server stopped),"
+                    + " or start once with --fresh-start to begin anew on purpose"),
+        outcome.err());
+    assertFalse(outcome.err().contains("\tat "), "no stack trace: " + outcome.err());
+  }
+
+  @Test
+  void aDataDirectoryThatServedBeforeIsRefusedWithoutItsJournal() throws Exception {
+    Path data = Files.createDirectory(dir.resolve("served"));
+    Files.writeString(data.resolve("admin-token"), "t\n");
+    assertLostJournalRefused(launch("--data", data.toString()), data, "is missing");
+    assertFalse(Files.exists(data.resolve("journal.mv.db")), "a refused start creates nothing");
+    Files.createFile(data.resolve("journal.mv.db"));
+    assertLostJournalRefused(launch("--data", data.toString()), data, "is empty (0 bytes)");
+  }
+
+  @Test
+  void aFirstStartMakesTheJournalFileTheOwnersAlone() throws Exception {
+    Path data = Files.createDirectory(dir.resolve("first"));
+    Main.checkJournalFile(data, false);
+    assertEquals(0, Files.size(data.resolve("journal.mv.db")));
+    if (Files.getFileAttributeView(data, java.nio.file.attribute.PosixFileAttributeView.class)
+        != null) {
+      assertEquals(
+          "rw-------",
+          java.nio.file.attribute.PosixFilePermissions.toString(
+              Files.getPosixFilePermissions(data.resolve("journal.mv.db"))));
+    }
+    Main.checkJournalFile(data, false); // an empty journal without a token: still a first start
+  }
 }

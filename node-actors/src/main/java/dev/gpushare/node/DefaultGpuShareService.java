@@ -27,6 +27,7 @@ import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import dev.gpushare.node.api.Views.ClockView;
@@ -41,11 +42,15 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -58,6 +63,10 @@ import org.apache.pekko.stream.javadsl.Source;
  * single writer of decisions), GpuActors (identity, health) and PodActors (Events, conditions).
  * Every answer comes after the decisions it caused are persisted, and every view takes its decision
  * state from one snapshot of the node's arbiter ({@link BookViews}).
+ *
+ * <p>Requests that write ({@link #writing}) fail at once with UNAVAILABLE and the reason while the
+ * journal cannot write ({@link JournalStatus}), and those in flight when a journal write fails fail
+ * then: the entity whose write failed restarts without answering.
  */
 final class DefaultGpuShareService implements GpuShareService, PodActor.Listener {
 
@@ -80,6 +89,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private final Map<String, Map<String, Changes.PodUsageReport>> published =
       new ConcurrentHashMap<>();
 
+  private final JournalStatus journal;
+
+  /** The answers of writing requests not yet answered ({@link #writing}). */
+  private final Set<CompletableFuture<?>> writesInFlight = ConcurrentHashMap.newKeySet();
+
   private volatile boolean ready;
 
   DefaultGpuShareService(
@@ -89,7 +103,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
       RuntimeSettings settings,
       ArbiterClock clock,
       LocalGpus local,
-      GpuShareMetrics metrics) {
+      GpuShareMetrics metrics,
+      JournalStatus journal) {
     this.system = system;
     this.watches = new PodWatches(system);
     this.asks = new ServiceAsks(entities, settings.askTimeout());
@@ -100,6 +115,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     this.settings = settings;
     this.clock = clock;
     this.timeout = settings.askTimeout();
+    this.journal = journal;
+    journal.onWriteFailure(this::writeFailed);
   }
 
   // ---- start-up ----
@@ -240,6 +257,82 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return ready;
   }
 
+  @Override
+  public Optional<String> notReady() {
+    if (!ready) {
+      return GpuShareService.super.notReady();
+    }
+    return journal.unwritable().map(why -> "the journal cannot write: " + why);
+  }
+
+  // ---- writes and the journal ----
+
+  /**
+   * A request that writes: refused at once while the journal cannot write, failed at once when a
+   * journal write fails while it is in flight, and told why when its ask times out meanwhile.
+   */
+  private <T> CompletionStage<T> writing(Supplier<CompletionStage<T>> write) {
+    Optional<String> why = journal.unwritable();
+    if (why.isPresent()) {
+      return CompletableFuture.failedFuture(
+          new ServiceException(
+              Kind.UNAVAILABLE,
+              "the journal cannot write: "
+                  + why.get()
+                  + "; nothing was changed: retry once GET /readyz answers 200"));
+    }
+    CompletableFuture<T> answer = new CompletableFuture<>();
+    writesInFlight.add(answer);
+    CompletionStage<T> stage;
+    try {
+      stage = write.get();
+    } catch (RuntimeException e) {
+      stage = CompletableFuture.failedFuture(e);
+    }
+    stage.whenComplete(
+        (value, error) -> {
+          writesInFlight.remove(answer);
+          if (error == null) {
+            answer.complete(value);
+          } else {
+            answer.completeExceptionally(whileUnwritable(error));
+          }
+        });
+    return answer;
+  }
+
+  /** A journal write failed: the requests in flight will not be answered by their entities. */
+  private void writeFailed(String reason) {
+    ServiceException failed =
+        new ServiceException(
+            Kind.UNAVAILABLE,
+            reason
+                + "; this request is not acknowledged: once GET /readyz answers 200, look whether"
+                + " it took effect and retry it if not");
+    for (CompletableFuture<?> answer : writesInFlight) {
+      writesInFlight.remove(answer);
+      answer.completeExceptionally(failed);
+    }
+  }
+
+  /** An ask that timed out while the journal could not write: say so rather than "unknown". */
+  private Throwable whileUnwritable(Throwable error) {
+    Throwable cause = error;
+    while (cause instanceof CompletionException && cause.getCause() != null) {
+      cause = cause.getCause();
+    }
+    Optional<String> why = journal.unwritable();
+    if (!(cause instanceof TimeoutException) || why.isEmpty()) {
+      return error;
+    }
+    return new ServiceException(
+        Kind.UNAVAILABLE,
+        "no answer in time while the journal cannot write: "
+            + why.get()
+            + "; the request is not acknowledged: once GET /readyz answers 200, look whether it"
+            + " took effect and retry it if not");
+  }
+
   // ---- nodes ----
 
   @Override
@@ -260,6 +353,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PutNodeResult> putNode(NodeManifest manifest) {
+    return writing(() -> put(manifest));
+  }
+
+  private CompletionStage<PutNodeResult> put(NodeManifest manifest) {
     List<FieldError> errors = NodeStatusCalculator.validateManifest(manifest);
     if (!errors.isEmpty()) {
       return CompletableFuture.failedFuture(ServiceException.invalid(errors));
@@ -374,6 +471,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   @Override
   public CompletionStage<NodeView> patchNode(
       String name, Map<String, String> labels, Map<String, String> annotations) {
+    return writing(() -> patch(name, labels, annotations));
+  }
+
+  private CompletionStage<NodeView> patch(
+      String name, Map<String, String> labels, Map<String, String> annotations) {
     return knownNode(name)
         .thenCompose(
             d ->
@@ -388,6 +490,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
+    return writing(() -> gpuHealth(node, index, healthy));
+  }
+
+  private CompletionStage<NodeView> gpuHealth(String node, int index, boolean healthy) {
     return knownNode(node)
         .thenCompose(d -> asks.nodeRecord(node))
         .thenCompose(
@@ -429,6 +535,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PodView> createPod(PodManifest given) {
+    return writing(() -> create(given));
+  }
+
+  private CompletionStage<PodView> create(PodManifest given) {
     PodManifest m =
         new PodManifest(
             given.namespace() == null || given.namespace().isEmpty()
@@ -619,7 +729,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PodView> deletePod(String namespace, String name) {
-    return placed(namespace, name).thenCompose(this::delete);
+    return writing(() -> placed(namespace, name).thenCompose(this::delete));
   }
 
   private CompletionStage<PodView> delete(Placed p) {
@@ -649,6 +759,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PodView> ensurePod(PodManifest manifest) {
+    return writing(() -> ensure(manifest));
+  }
+
+  private CompletionStage<PodView> ensure(PodManifest manifest) {
     String namespace =
         manifest.namespace() == null || manifest.namespace().isEmpty()
             ? "default"
@@ -657,25 +771,28 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .thenCompose(
             known -> {
               if (known.isEmpty()) {
-                return createPod(manifest);
+                return create(manifest);
               }
               if (manifest.uid() == null || known.get().key().uid().equals(manifest.uid())) {
                 return podView(known.get());
               }
-              return delete(known.get()).thenCompose(gone -> createPod(manifest));
+              return delete(known.get()).thenCompose(gone -> create(manifest));
             });
   }
 
   @Override
   public CompletionStage<Boolean> forgetPod(String namespace, String name, String uid) {
-    return asks.lookup(namespace, name)
-        .thenCompose(
-            known -> {
-              if (known.isEmpty() || (uid != null && !known.get().key().uid().equals(uid))) {
-                return CompletableFuture.completedFuture(false);
-              }
-              return delete(known.get()).thenApply(last -> true);
-            });
+    return writing(
+        () ->
+            asks.lookup(namespace, name)
+                .thenCompose(
+                    known -> {
+                      if (known.isEmpty()
+                          || (uid != null && !known.get().key().uid().equals(uid))) {
+                        return CompletableFuture.completedFuture(false);
+                      }
+                      return delete(known.get()).thenApply(last -> true);
+                    }));
   }
 
   @Override
@@ -917,6 +1034,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PodView> demand(String namespace, String name) {
+    return writing(() -> demanded(namespace, name));
+  }
+
+  private CompletionStage<PodView> demanded(String namespace, String name) {
     return placed(namespace, name)
         .thenCompose(
             p -> {
@@ -935,6 +1056,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
 
   @Override
   public CompletionStage<PodView> release(String namespace, String name) {
+    return writing(() -> released(namespace, name));
+  }
+
+  private CompletionStage<PodView> released(String namespace, String name) {
     return placed(namespace, name)
         .thenCompose(
             p -> {
@@ -998,6 +1123,10 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               new FieldError("seconds", Long.toString(by.toSeconds()), "seconds must be ≥ 0")));
     }
     Instant target = manual.now().plus(by);
+    return writing(() -> advanceTo(manual, target));
+  }
+
+  private CompletionStage<ClockView> advanceTo(ManualClock manual, Instant target) {
     return fireTimersUntil(manual, target)
         .thenCompose(
             d -> {

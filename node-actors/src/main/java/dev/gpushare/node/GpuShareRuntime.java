@@ -6,6 +6,7 @@ import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.cluster.NodeShardAllocation;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
@@ -77,6 +78,20 @@ public final class GpuShareRuntime {
       RuntimeSettings settings,
       ArbiterClock clock,
       Optional<GpuBackend> ownNodeBackend) {
+    return start(system, settings, clock, ownNodeBackend, JournalStatus.WRITABLE);
+  }
+
+  /**
+   * As {@link #start(ActorSystem, RuntimeSettings, ArbiterClock, Optional)}, with what the journal
+   * tells of its ability to write: while it cannot, writing requests fail at once with the reason
+   * and the service is not ready ({@link GpuShareService#notReady()}).
+   */
+  public static CompletionStage<GpuShareService> start(
+      ActorSystem<?> system,
+      RuntimeSettings settings,
+      ArbiterClock clock,
+      Optional<GpuBackend> ownNodeBackend,
+      JournalStatus journal) {
     Cluster cluster = Cluster.get(system);
     Optional<String> ownNode =
         cluster.selfMember().getRoles().stream()
@@ -105,7 +120,8 @@ public final class GpuShareRuntime {
         system.systemActorOf(
             Topic.create(Changes.Change.class, Changes.TOPIC), "gpushare-changes", Props.empty());
     service.set(
-        new DefaultGpuShareService(system, holder[0], changes, settings, clock, local, metrics));
+        new DefaultGpuShareService(
+            system, holder[0], changes, settings, clock, local, metrics, journal));
     ActorRef<Changes.Change> subscriber =
         system.systemActorOf(
             Behaviors.receive(Changes.Change.class)

@@ -10,6 +10,7 @@ import scala.collection.immutable.Seq;
 import scala.collection.immutable.Set;
 import scala.concurrent.ExecutionContext;
 import scala.concurrent.Future;
+import scala.jdk.javaapi.FutureConverters;
 import scala.runtime.BoxedUnit;
 import slick.jdbc.JdbcBackend;
 import slick.jdbc.JdbcProfile;
@@ -31,10 +32,14 @@ import slick.jdbc.JdbcProfile;
  * <p>Checkpoints are grouped ({@link H2Checkpoints}): under load one checkpoint acknowledges many
  * writes (BENCHMARKS.md, "Load": it was one checkpoint per write, and the checkpoints queued on
  * MVStore's store lock).
+ *
+ * <p>Every write's outcome goes to the system's {@link JournalHealth}, which also probes the
+ * database with a checkpoint after a failure.
  */
 public final class H2CheckpointingJournalDao extends DefaultJournalDao {
 
   private final H2Checkpoints checkpoints;
+  private final JournalHealth health;
 
   /** The constructor {@code JdbcAsyncWriteJournal} calls reflectively; same as the default DAO. */
   public H2CheckpointingJournalDao(
@@ -46,11 +51,25 @@ public final class H2CheckpointingJournalDao extends DefaultJournalDao {
       Materializer mat) {
     super(db, profile, journalConfig, serialization, ec, mat);
     this.checkpoints = new H2Checkpoints(db, ec, H2Checkpoints.Listener.NONE);
+    this.health = JournalHealth.get(mat.system());
+    health.attach(() -> FutureConverters.asJava(checkpoints.afterNow()));
   }
 
   @Override
   public Future<BoxedUnit> writeJournalRows(
       Seq<Tuple2<JournalTables.JournalPekkoSerializationRow, Set<String>>> rows) {
-    return super.writeJournalRows(rows).flatMap(written -> checkpoints.afterNow(), ec());
+    Future<BoxedUnit> stored =
+        super.writeJournalRows(rows).flatMap(written -> checkpoints.afterNow(), ec());
+    stored.onComplete(
+        result -> {
+          if (result.isFailure()) {
+            health.writeFailed(result.failed().get());
+          } else {
+            health.writeSucceeded();
+          }
+          return BoxedUnit.UNIT;
+        },
+        ec());
+    return stored;
   }
 }

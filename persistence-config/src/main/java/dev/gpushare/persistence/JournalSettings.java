@@ -18,7 +18,7 @@ import java.util.Objects;
 public sealed interface JournalSettings permits JournalSettings.H2, JournalSettings.Postgres {
 
   /** The default: {@code kind = h2}. */
-  JournalSettings DEFAULT = new H2();
+  JournalSettings DEFAULT = new H2(H2.DEFAULT_MIN_FREE_SPACE);
 
   /** The persistence configuration of this journal; {@code dataDir} matters for H2 only. */
   Config profile(Path dataDir);
@@ -29,8 +29,25 @@ public sealed interface JournalSettings permits JournalSettings.H2, JournalSetti
   /** Whether the server may create missing tables at start (always for H2). */
   boolean createsSchemaAtStart();
 
-  /** {@code gpushare.journal.kind = h2}: the file {@code <data dir>/journal.mv.db}. */
-  record H2() implements JournalSettings {
+  /**
+   * {@code gpushare.journal.kind = h2}: the file {@code <data dir>/journal.mv.db}.
+   *
+   * @param minFreeSpace {@code gpushare.journal.min-free-space} in bytes: while the data
+   *     directory's file system has less free, writes are refused and the server is not ready
+   *     ({@link JournalHealth}); {@code 0} turns the check off
+   */
+  record H2(long minFreeSpace) implements JournalSettings {
+
+    /** 16 MiB: room for H2 to finish what it writes and compacts. */
+    public static final long DEFAULT_MIN_FREE_SPACE = 16L * 1024 * 1024;
+
+    public H2 {
+      if (minFreeSpace < 0) {
+        throw new IllegalArgumentException(
+            "minFreeSpace " + minFreeSpace + ": give 0 (off) or more bytes");
+      }
+    }
+
     @Override
     public Config profile(Path dataDir) {
       return PersistenceProfiles.embeddedH2(dataDir);

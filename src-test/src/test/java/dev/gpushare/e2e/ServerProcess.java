@@ -46,6 +46,7 @@ public final class ServerProcess implements AutoCloseable {
   private final List<String> jvmArgs;
   private final Map<String, String> environment;
   private final String clock;
+  private String umask;
   private Process process;
   private URI baseUri;
   private Api api;
@@ -104,8 +105,37 @@ public final class ServerProcess implements AutoCloseable {
     return s;
   }
 
+  /**
+   * Starts a server as {@link #start(String, Path, String...)} does, from a shell that first sets
+   * the file mode creation mask to {@code umask} (e.g. {@code 000}); {@link #restart()} keeps it.
+   */
+  public static ServerProcess startWithUmask(
+      String label, Path dataDir, String umask, String... extraArgs) {
+    ServerProcess s =
+        new ServerProcess(label, dataDir, List.of(), Map.of(), "manual", List.of(extraArgs));
+    s.umask = umask;
+    s.launch();
+    return s;
+  }
+
   public Api api() {
     return api;
+  }
+
+  /**
+   * Waits up to {@code seconds} for the server to exit by itself and answers its exit status; empty
+   * if it still runs then.
+   */
+  public Optional<Integer> awaitExit(long seconds) {
+    if (process == null) {
+      throw new IllegalStateException("the server is not running");
+    }
+    if (!waitForExit(process, seconds)) {
+      return Optional.empty();
+    }
+    int status = process.exitValue();
+    process = null;
+    return Optional.of(status);
   }
 
   /** The server's admin token ({@code <data>/admin-token}, made at its first start), if there. */
@@ -218,7 +248,12 @@ public final class ServerProcess implements AutoCloseable {
     cmd.add(clock);
     cmd.addAll(extraArgs);
 
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    List<String> command = new ArrayList<>();
+    if (umask != null) {
+      command.addAll(List.of("sh", "-c", "umask " + umask + " && exec \"$@\"", "sh"));
+    }
+    command.addAll(cmd);
+    ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
     environment.forEach(
         (name, value) -> {
           if (value == null) {

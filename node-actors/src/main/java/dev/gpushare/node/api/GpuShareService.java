@@ -28,6 +28,18 @@ public interface GpuShareService {
    */
   boolean ready();
 
+  /**
+   * Why {@code GET /readyz} answers 503, or empty when the service is ready: not {@link #ready()}
+   * yet, or (where the service knows its journal's health) the journal cannot write.
+   */
+  default Optional<String> notReady() {
+    return ready()
+        ? Optional.empty()
+        : Optional.of(
+            "the journal is still being recovered or a node's arbiter has not reconciled with its"
+                + " bound pods; retry shortly");
+  }
+
   CompletionStage<List<NodeView>> nodes();
 
   CompletionStage<NodeView> node(String name);
