@@ -26,6 +26,13 @@ final class AdversarialFigures {
     counts(surface).incrementAndGet(REFUSED);
   }
 
+  private static final Map<String, Map<Integer, Long>> STATUSES = new ConcurrentSkipListMap<>();
+
+  /** The HTTP status a call of {@code surface} got, for the breakdown of refusals. */
+  static synchronized void status(String suite, int status) {
+    STATUSES.computeIfAbsent(suite, s -> new java.util.TreeMap<>()).merge(status, 1L, Long::sum);
+  }
+
   static void accepted(String surface) {
     counts(surface).incrementAndGet(ACCEPTED);
   }
@@ -56,12 +63,22 @@ final class AdversarialFigures {
         String.format(
             "%s | total | tried %d | refused %d | accepted %d%n",
             suite, total[0] + total[1], total[0], total[1]));
+    Map<Integer, Long> statuses = STATUSES.get(suite);
+    if (statuses != null) {
+      text.append(suite).append(" | answers by status |");
+      statuses.forEach((status, n) -> text.append(' ').append(status).append(": ").append(n));
+      text.append(System.lineSeparator());
+    }
     System.out.print(text);
     try {
       Path file = Path.of("target", "adversarial-figures-" + suite + ".txt");
       Files.createDirectories(file.getParent());
       Files.writeString(
-          file, text, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+          file,
+          text,
+          StandardCharsets.UTF_8,
+          StandardOpenOption.CREATE,
+          StandardOpenOption.TRUNCATE_EXISTING);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

@@ -1,6 +1,7 @@
 package dev.gpushare.node;
 
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.actor.NodeArbiter;
@@ -73,8 +74,16 @@ final class ServiceAsks {
     return entities.pod(p.node(), p.key()).ask(PodActor.GetRecord::new, timeout);
   }
 
-  /** The pod that goes by the name, from the cluster-wide index. */
+  /**
+   * The pod that goes by the name, from the cluster-wide index. A name no pod can have (not a
+   * Kubernetes namespace and name, e.g. {@code a|b} from a request path) is nobody's without
+   * asking: the index's entity ids reserve {@code |}, and an entity refused for its id never
+   * answers.
+   */
   CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
+    if (!KubernetesNames.isDns1123Label(namespace) || !KubernetesNames.isDns1123Subdomain(name)) {
+      return CompletableFuture.completedFuture(Optional.empty());
+    }
     return entities
         .podIndex(namespace + "/" + name)
         .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)
