@@ -94,6 +94,22 @@ public final class InputJson {
                 + ACCEPTED_KEYS));
   }
 
+  /**
+   * A JSON or YAML number as the plain decimal text a quantity is compared with ({@code 1.50} reads
+   * {@code 1.5}), or empty when it has none: a float beyond the range of a double ({@code 1e400})
+   * or YAML's {@code .inf} and {@code .nan} are read as infinite or NaN doubles, which have no
+   * decimal value (and must be refused as a quantity, not fail the request).
+   */
+  public static Optional<String> decimalText(JsonNode number) {
+    if (!number.isNumber()) {
+      return Optional.empty();
+    }
+    if ((number.isDouble() || number.isFloat()) && !Double.isFinite(number.doubleValue())) {
+      return Optional.empty();
+    }
+    return Optional.of(number.decimalValue().stripTrailingZeros().toPlainString());
+  }
+
   /** The path of the parser's current key or element, in the style of Kubernetes field paths. */
   static String path(JsonStreamContext context) {
     Deque<String> parts = new ArrayDeque<>();

@@ -67,4 +67,14 @@ class InputJsonTest {
         assertThrows(JsonProcessingException.class, () -> InputJson.tree().readTree("{\"a\":"));
     assertTrue(InputJson.duplicateKey(broken).isEmpty());
   }
+
+  @Test
+  void numbersWithoutADecimalValueHaveNoDecimalText() throws Exception {
+    JsonNode n = InputJson.tree().readTree("[1e400, -1e400, 1.50, 2, \"3\"]");
+    assertTrue(InputJson.decimalText(n.get(0)).isEmpty());
+    assertTrue(InputJson.decimalText(n.get(1)).isEmpty());
+    assertEquals("1.5", InputJson.decimalText(n.get(2)).orElseThrow());
+    assertEquals("2", InputJson.decimalText(n.get(3)).orElseThrow());
+    assertTrue(InputJson.decimalText(n.get(4)).isEmpty());
+  }
 }

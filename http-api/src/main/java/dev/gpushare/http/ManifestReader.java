@@ -230,7 +230,9 @@ public final class ManifestReader {
           new FieldError(
               "body",
               documents.size() + " documents",
-              "the YAML holds " + documents.size() + " documents; send one manifest per request"));
+              "body: the YAML holds "
+                  + documents.size()
+                  + " documents; send one manifest per request"));
     }
     return documents.get(0);
   }
@@ -368,7 +370,7 @@ public final class ManifestReader {
         return v.asText();
       }
       if (v.isNumber()) {
-        return v.decimalValue().stripTrailingZeros().toPlainString();
+        return InputJson.decimalText(v).orElse(null);
       }
       return null;
     }

@@ -143,11 +143,37 @@ class ManifestReaderTest {
     assertEquals(Kind.MALFORMED, podRefused("# nothing\n", Format.YAML).kind());
   }
 
+  /** Found by the adversarial suite: these numbers have no decimal value (they were a 500). */
+  @Test
+  void anInfiniteOrNanQuantityIsRefusedNamingTheField() {
+    String json =
+        "{\"kind\":\"Node\",\"status\":{\"capacity\":{\"cpu\":1e400,\"nvidia.com/gpu\":2}}}";
+    ServiceException e =
+        assertThrows(
+            ServiceException.class, () -> ManifestReader.node(bytes(json), Format.JSON, "n1"));
+    assertEquals(List.of("status.capacity[cpu]"), fields(e));
+    for (String value : List.of("1e400", "-1E+400", "1.0e999")) {
+      String pod =
+          "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":"
+              + "[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":"
+              + value
+              + "}}}]}}";
+      ServiceException refused = podRefused(pod, Format.JSON);
+      assertEquals(
+          List.of("spec.containers[0].resources.requests[cpu]"),
+          fields(refused),
+          refused::getMessage);
+    }
+  }
+
   @Test
   void severalYamlDocumentsAreRefused() {
     ServiceException e = podRefused("kind: Pod\n---\nkind: Pod\n", Format.YAML);
     assertEquals(Kind.INVALID, e.kind());
     assertTrue(e.getMessage().contains("2 documents"), e.getMessage());
+    // The message stands on its own: it names the field at fault, like every other one.
+    assertEquals("body", e.errors().get(0).field());
+    assertTrue(e.errors().get(0).message().startsWith("body: "), e.errors().get(0).message());
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.gpushare.node;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.ManualClock;
@@ -9,6 +10,7 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.PodView;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -17,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.junit.jupiter.api.AfterAll;
@@ -214,5 +217,38 @@ class GpuShareServiceTest {
             .findFirst()
             .orElseThrow()
             .reason());
+  }
+
+  /**
+   * Found by the adversarial suite: {@code DELETE /v1/namespaces/a%7Cb/pods/p/demand} waited the
+   * whole ask timeout and answered 503, because {@code |} is reserved in entity ids.
+   */
+  @Test
+  void aNameNoPodCanHaveIsNotFoundAtOnce() throws Exception {
+    for (String[] ref :
+        List.of(
+            new String[] {"a|b", "p"},
+            new String[] {"default", "a|b"},
+            new String[] {"default", "x".repeat(254)},
+            new String[] {"x".repeat(64), "p"},
+            new String[] {"UPPER", "p"})) {
+      long start = System.nanoTime();
+      for (CompletionStage<PodView> call :
+          List.of(
+              service.pod(ref[0], ref[1]),
+              service.demand(ref[0], ref[1]),
+              service.release(ref[0], ref[1]),
+              service.deletePod(ref[0], ref[1]))) {
+        ExecutionException e =
+            assertThrows(
+                ExecutionException.class,
+                () -> call.toCompletableFuture().get(5, TimeUnit.SECONDS));
+        assertEquals(
+            ServiceException.Kind.NOT_FOUND,
+            ((ServiceException) e.getCause()).kind(),
+            () -> String.join("/", ref));
+      }
+      assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5), String.join("/", ref));
+    }
   }
 }

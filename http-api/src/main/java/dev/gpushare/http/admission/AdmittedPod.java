@@ -2,6 +2,7 @@ package dev.gpushare.http.admission;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
 import dev.gpushare.arbiter.SharePolicy;
@@ -224,8 +225,8 @@ record AdmittedPod(
         text = v.asText();
       } else if (v.isIntegralNumber()) {
         text = v.asText();
-      } else if (v.isNumber()) {
-        text = v.decimalValue().stripTrailingZeros().toPlainString();
+      } else if (v.isNumber() && InputJson.decimalText(v).isPresent()) {
+        text = InputJson.decimalText(v).get();
       } else {
         throw malformed(
             path + "[" + e.getKey() + "]", v, "a quantity, a string such as \"10\" or \"50Gi\"");

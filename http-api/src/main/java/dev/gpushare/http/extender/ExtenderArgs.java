@@ -3,6 +3,7 @@ package dev.gpushare.http.extender;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
 import dev.gpushare.http.ManifestReader;
@@ -248,8 +249,8 @@ public record ExtenderArgs(
                 out.put(e.getKey(), v.asText());
               } else if (v.isIntegralNumber()) {
                 out.put(e.getKey(), v.asText());
-              } else if (v.isNumber()) {
-                out.put(e.getKey(), v.decimalValue().stripTrailingZeros().toPlainString());
+              } else if (v.isNumber() && InputJson.decimalText(v).isPresent()) {
+                out.put(e.getKey(), InputJson.decimalText(v).get());
               } else {
                 errors.add(
                     error(
