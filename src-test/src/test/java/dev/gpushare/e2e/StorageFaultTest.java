@@ -113,9 +113,12 @@ class StorageFaultTest {
         String attempted = null;
         Api.Resp answer = null;
         for (int i = 0; i < 2000; i++) {
-          String op = lastAcked.equals("Ready") ? "/release" : "/demand";
-          attempted = op.equals("/demand") ? "Ready" : "Hibernation";
-          answer = api.post(Api.podPath("c") + op, null, null);
+          boolean withdraw = lastAcked.equals("Ready");
+          attempted = withdraw ? "Hibernation" : "Ready";
+          answer =
+              withdraw
+                  ? api.delete(Api.podPath("c") + "/demand")
+                  : api.post(Api.podPath("c") + "/demand", null, null);
           if (answer.status() != 200) {
             break;
           }
