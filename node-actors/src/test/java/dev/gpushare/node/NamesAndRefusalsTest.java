@@ -98,6 +98,36 @@ class NamesAndRefusalsTest {
     }
   }
 
+  /** Waits (bounded) until a persistence id that {@code id} accepts has been written. */
+  static void awaitWrite(java.util.function.Predicate<String> id) throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+    while (writes().keySet().stream().noneMatch(id)) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("no such write within 30 s: " + writes().keySet());
+      }
+      Thread.sleep(10);
+    }
+  }
+
+  /**
+   * Waits (bounded) until nothing has been written for a second: the pods' records follow their
+   * decisions after the answers, also those of an earlier test.
+   */
+  static void awaitQuiet() throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+    Map<String, Integer> last = writes();
+    long since = System.nanoTime();
+    while (System.nanoTime() - since < java.util.concurrent.TimeUnit.SECONDS.toNanos(1)
+        && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+      Map<String, Integer> now = writes();
+      if (!now.equals(last)) {
+        last = now;
+        since = System.nanoTime();
+      }
+    }
+  }
+
   /** A DNS-1123 subdomain of exactly 253 characters: three 63-character labels and one of 61. */
   static String longest(char c) {
     String label = String.valueOf(c).repeat(63);
@@ -162,6 +192,7 @@ class NamesAndRefusalsTest {
 
     // Every persistence id of these names, as written, and its length: the journal's
     // persistence_id column (VARCHAR(512), persistence-config's SchemaSetup) holds the longest.
+    awaitWrite(k -> k.equals("Pod|" + NAMESPACE + "/" + podName + "/" + uid));
     Map<String, Integer> ids = writes();
     String ref = NAMESPACE + "/" + podName;
     assertEquals(358, length(ids, "Pod|" + ref + "/" + uid), "Pod|<ns>/<name>/<uid>");
@@ -184,6 +215,7 @@ class NamesAndRefusalsTest {
 
   @Test
   void namesKubernetesRefusesNameNoPodAndAreRefusedAtOnce() throws Exception {
+    awaitQuiet();
     Map<String, Integer> before = writes();
     List<String[]> bad =
         List.of(
@@ -214,6 +246,10 @@ class NamesAndRefusalsTest {
   void refusedCreatesWriteNothing() throws Exception {
     await(service.putNode(node("refusing", "share-pool", 1)));
     await(service.createPod(pod("default", "big", null, "refusing", "share-pool", 90)));
+    // The accepted pod's own record follows its decision after the answer: wait for it, so that
+    // only the refusals below are measured.
+    awaitWrite(k -> k.startsWith("Pod|default/big/"));
+    awaitQuiet();
     Map<String, Integer> before = writes();
     for (int i = 0; i < 20; i++) {
       String name = "refused-" + i;
