@@ -1,6 +1,8 @@
 package dev.gpushare.http;
 
-import dev.gpushare.http.replay.ReplayCommand;
+import dev.gpushare.http.tools.InitSchemaCommand;
+import dev.gpushare.http.tools.JournalCommand;
+import dev.gpushare.http.tools.ReplayCommand;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.List;

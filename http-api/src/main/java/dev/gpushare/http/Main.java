@@ -10,13 +10,22 @@ import dev.gpushare.gpu.GpuBackendUnavailable;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.http.admission.AdmissionRoutes;
-import dev.gpushare.http.admission.WebhookTls;
+import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.http.auth.Access;
 import dev.gpushare.http.auth.AdminToken;
 import dev.gpushare.http.auth.AnyOf;
 import dev.gpushare.http.auth.KubernetesAccess;
-import dev.gpushare.http.extender.ExtenderTls;
 import dev.gpushare.http.extender.SchedulerExtenderServer;
+import dev.gpushare.http.launch.ClockFile;
+import dev.gpushare.http.launch.ClockMode;
+import dev.gpushare.http.launch.EmbeddedConfig;
+import dev.gpushare.http.launch.ExitStatus;
+import dev.gpushare.http.launch.JournalAccess;
+import dev.gpushare.http.launch.JournalConfig;
+import dev.gpushare.http.launch.LaunchException;
+import dev.gpushare.http.launch.LauncherOptions;
+import dev.gpushare.http.tls.ServerTls;
+import dev.gpushare.http.tools.InitSchemaCommand;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
@@ -85,9 +94,9 @@ import org.slf4j.LoggerFactory;
  * is not taken for a new cluster: the launcher refuses it (status 1) unless {@code --fresh-start}
  * says so. While the H2 journal cannot write ({@link JournalHealth}: too little free space, a
  * failed write) writing requests fail at once with the reason and {@code /readyz} answers 503; once
- * H2 has closed the database after a write error, the process exits with {@link #JOURNAL_CLOSED} so
- * that its supervisor starts it again, and the new process recovers every acknowledged decision
- * from the file.
+ * H2 has closed the database after a write error, the process exits with {@link
+ * ExitStatus#JOURNAL_CLOSED} so that its supervisor starts it again, and the new process recovers
+ * every acknowledged decision from the file.
  *
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
@@ -95,16 +104,9 @@ import org.slf4j.LoggerFactory;
  * one line.
  */
 public final class Main {
-  /** Exit status for a startup failure that no flag or key explains. */
-  public static final int FAILED = 1;
-
   /**
-   * Exit status once H2 has closed the journal database after a write error (a full disk): a new
-   * process recovers from the file.
+   * Set once H2 has closed the journal database: the process exits with ExitStatus.JOURNAL_CLOSED.
    */
-  public static final int JOURNAL_CLOSED = 3;
-
-  /** Set once H2 has closed the journal database: the process exits with JOURNAL_CLOSED. */
   private static volatile boolean journalClosed;
 
   /** How long the shutdown after a closed journal may take before the process halts. */
@@ -148,12 +150,12 @@ public final class Main {
     } catch (Refused e) {
       err.println("gpushare: " + e.getMessage());
       err.flush();
-      return FAILED;
+      return ExitStatus.FAILED;
     } catch (LaunchException | IllegalArgumentException | UncheckedIOException e) {
       err.println("gpushare: " + e.getMessage());
       err.println("gpushare: run with --help for the flags and the configuration format");
       err.flush();
-      return LaunchException.USAGE;
+      return ExitStatus.USAGE;
     }
     return start(prepared, out, err);
   }
@@ -173,25 +175,27 @@ public final class Main {
       Config systemConfig,
       ArbiterClock clock,
       Consumer<Instant> clockAdvanced,
-      Optional<WebhookTls> webhookTls,
+      Optional<ServerTls> webhookTls,
       ClusterFormation formation,
-      Optional<ExtenderTls> extenderTls) {}
+      Optional<ServerTls> extenderTls) {}
 
   private static Prepared prepare(LauncherOptions options) {
     Config loaded = EmbeddedConfig.load(options.config());
     EmbeddedConfig embedded =
         EmbeddedConfig.from(EmbeddedConfig.resolve(loaded, ConfigFactory.load()));
-    Optional<WebhookTls> webhookTls =
+    Optional<ServerTls> webhookTls =
         options.webhook().enabled()
             ? Optional.of(
-                WebhookTls.load(
+                ServerTls.load(
+                    "webhook",
                     options.webhook().tlsCert().orElseThrow(),
                     options.webhook().tlsKey().orElseThrow()))
             : Optional.empty();
-    Optional<ExtenderTls> extenderTls =
+    Optional<ServerTls> extenderTls =
         options.extender().enabled()
             ? Optional.of(
-                ExtenderTls.load(
+                ServerTls.mutual(
+                    "scheduler extender",
                     options.webhook().tlsCert().orElseThrow(),
                     options.webhook().tlsKey().orElseThrow(),
                     options.extender().clientCa().orElseThrow()))
@@ -436,8 +440,9 @@ public final class Main {
   /**
    * The H2 journal's health ({@link JournalHealth}) as the service sees it: free space watched
    * ({@code gpushare.journal.min-free-space}), failed writes heard at once. Once H2 has closed the
-   * database this process can never write again: it stops and exits with {@link #JOURNAL_CLOSED},
-   * so that its supervisor (Kubernetes, systemd) starts it again, which recovers from the file.
+   * database this process can never write again: it stops and exits with {@link
+   * ExitStatus#JOURNAL_CLOSED}, so that its supervisor (Kubernetes, systemd) starts it again, which
+   * recovers from the file.
    */
   private static JournalStatus watchJournal(
       ActorSystem<Void> system, Path data, JournalSettings.H2 settings, PrintStream err) {
@@ -471,7 +476,7 @@ public final class Main {
 
   /**
    * Coordinated shutdown (the HTTP binding answers what is in flight, then stops), then exit with
-   * {@link #JOURNAL_CLOSED}; a shutdown that hangs is cut short by halting.
+   * {@link ExitStatus#JOURNAL_CLOSED}; a shutdown that hangs is cut short by halting.
    */
   private static void exitForClosedJournal(
       ActorSystem<Void> system, Path data, String reason, PrintStream err) {
@@ -482,7 +487,7 @@ public final class Main {
               String message =
                   reason
                       + "; exiting with status "
-                      + JOURNAL_CLOSED
+                      + ExitStatus.JOURNAL_CLOSED
                       + ": start the server again on --data "
                       + data
                       + " (once the file system has room) and it recovers every acknowledged"
@@ -498,7 +503,7 @@ public final class Main {
                         } catch (InterruptedException e) {
                           return;
                         }
-                        Runtime.getRuntime().halt(JOURNAL_CLOSED);
+                        Runtime.getRuntime().halt(ExitStatus.JOURNAL_CLOSED);
                       },
                       "gpushare-journal-closed-halt");
               halt.setDaemon(true);
@@ -514,7 +519,7 @@ public final class Main {
                 LOG.warn(
                     "the shutdown after the journal closed did not complete: {}", e.toString());
               }
-              System.exit(JOURNAL_CLOSED);
+              System.exit(ExitStatus.JOURNAL_CLOSED);
             },
             "gpushare-journal-closed");
     exit.start();
@@ -591,7 +596,7 @@ public final class Main {
   }
 
   /** The admission webhook's HTTPS listener, stopped by coordinated shutdown like the API's. */
-  private static void bindWebhook(ActorSystem<Void> system, LauncherOptions options, WebhookTls tls)
+  private static void bindWebhook(ActorSystem<Void> system, LauncherOptions options, ServerTls tls)
       throws InterruptedException, ExecutionException {
     int port = options.webhook().port();
     ServerBinding webhook;
@@ -746,7 +751,7 @@ public final class Main {
       LOG.warn("the actor system did not stop cleanly: {}", e.toString());
     }
     // A start that failed because H2 closed the journal ends as any closed journal does.
-    return journalClosed ? JOURNAL_CLOSED : FAILED;
+    return journalClosed ? ExitStatus.JOURNAL_CLOSED : ExitStatus.FAILED;
   }
 
   /** An IPv6 literal goes in brackets in a URL. */

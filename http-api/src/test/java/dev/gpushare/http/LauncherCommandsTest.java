@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import dev.gpushare.http.launch.LauncherOptions;
+import dev.gpushare.http.tools.JournalCommand;
 import dev.gpushare.persistence.JournalInspector.JournalEntry;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;

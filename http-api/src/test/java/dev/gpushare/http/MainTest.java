@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.http.launch.ExitStatus;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -104,7 +105,7 @@ class MainTest {
     Outcome outcome =
         launch(
             "--config", conf.toString(), "--data", dir.resolve("data").toString(), "--port", "0");
-    assertEquals(Main.FAILED, outcome.status(), outcome.err());
+    assertEquals(ExitStatus.FAILED, outcome.status(), outcome.err());
     assertEquals("", outcome.out());
     assertTrue(
         outcome
@@ -123,7 +124,7 @@ class MainTest {
   }
 
   private static void assertLostJournalRefused(Outcome outcome, Path data, String state) {
-    assertEquals(Main.FAILED, outcome.status(), outcome.err());
+    assertEquals(ExitStatus.FAILED, outcome.status(), outcome.err());
     assertEquals("", outcome.out());
     assertTrue(
         outcome

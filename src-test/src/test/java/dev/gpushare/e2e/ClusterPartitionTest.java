@@ -20,7 +20,7 @@ import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.e2e.AckedRequests.Kind;
 import dev.gpushare.e2e.AckedRequests.Op;
 import dev.gpushare.e2e.AckedRequests.Track;
-import dev.gpushare.http.HttpApi;
+import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;

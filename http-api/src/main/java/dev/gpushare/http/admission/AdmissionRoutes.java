@@ -2,9 +2,10 @@ package dev.gpushare.http.admission;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
-import dev.gpushare.http.Json;
-import dev.gpushare.http.Problem;
-import dev.gpushare.http.ProblemException;
+import dev.gpushare.http.api.Json;
+import dev.gpushare.http.api.Problem;
+import dev.gpushare.http.api.ProblemException;
+import dev.gpushare.http.tls.ServerTls;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionResponse;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionReview;
 import java.time.Duration;
@@ -82,7 +83,7 @@ public final class AdmissionRoutes extends AllDirectives {
 
   /** Serves {@link #route} over HTTPS on {@code host:port} ({@code 0} picks a free port). */
   public CompletionStage<ServerBinding> bindHttps(
-      ActorSystem<?> system, String host, int port, WebhookTls tls) {
+      ActorSystem<?> system, String host, int port, ServerTls tls) {
     return Http.get(system).newServerAt(host, port).enableHttps(tls.serverContext()).bind(route());
   }
 

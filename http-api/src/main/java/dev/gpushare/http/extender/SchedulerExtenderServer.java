@@ -1,6 +1,7 @@
 package dev.gpushare.http.extender;
 
-import dev.gpushare.http.Problem;
+import dev.gpushare.http.api.Problem;
+import dev.gpushare.http.tls.ServerTls;
 import dev.gpushare.node.api.GpuShareService;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -14,7 +15,7 @@ import org.apache.pekko.http.javadsl.server.RejectionHandler;
 import org.apache.pekko.http.javadsl.server.Route;
 
 /**
- * The scheduler extender on a listener of its own, over mutual TLS ({@link ExtenderTls}): what
+ * The scheduler extender on a listener of its own, over mutual TLS ({@link ServerTls#mutual}): what
  * kube-scheduler can call, since its extender client authenticates with a client certificate and
  * cannot send a bearer token. It serves {@link SchedulerExtenderRoutes} and nothing else; the
  * certificate is the authorization (the client CA issues certificates for the scheduler only), so
@@ -22,7 +23,7 @@ import org.apache.pekko.http.javadsl.server.Route;
  *
  * <p>Meant to be bound by the launcher beside the API with {@code --extender-port N} and {@code
  * --extender-client-ca FILE}, the serving pair from {@code --tls-cert}/{@code --tls-key}: the flags
- * {@code deploy/scheduler-extender/} passes ({@link ExtenderTls#load}, then {@link #bind}).
+ * {@code deploy/scheduler-extender/} passes ({@link ServerTls#mutual}, then {@link #bind}).
  */
 public final class SchedulerExtenderServer extends AllDirectives {
   private final Route route;
@@ -33,7 +34,7 @@ public final class SchedulerExtenderServer extends AllDirectives {
 
   /** Binds the extender on {@code host:port} ({@code 0}: a free port) over mutual TLS. */
   public static CompletionStage<ServerBinding> bind(
-      ActorSystem<?> system, GpuShareService service, String host, int port, ExtenderTls tls) {
+      ActorSystem<?> system, GpuShareService service, String host, int port, ServerTls tls) {
     return Http.get(system)
         .newServerAt(host, port)
         .enableHttps(tls.serverContext())

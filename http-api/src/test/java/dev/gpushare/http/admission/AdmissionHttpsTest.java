@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.gpushare.http.Json;
+import dev.gpushare.http.api.Json;
+import dev.gpushare.http.tls.ServerTls;
+import dev.gpushare.http.tls.ServerTlsTest;
 import java.io.ByteArrayInputStream;
 import java.io.InputStream;
 import java.net.URI;
@@ -40,14 +42,15 @@ class AdmissionHttpsTest {
   @BeforeAll
   static void start() throws Exception {
     testKit = ActorTestKit.create("AdmissionHttpsTest");
-    WebhookTls tls =
-        WebhookTls.load(WebhookTlsTest.tls("webhook.crt"), WebhookTlsTest.tls("webhook.key"));
+    ServerTls tls =
+        ServerTls.load(
+            "webhook", ServerTlsTest.tls("webhook.crt"), ServerTlsTest.tls("webhook.key"));
     binding =
         new AdmissionRoutes()
             .bindHttps(testKit.system(), "127.0.0.1", 0, tls)
             .toCompletableFuture()
             .get();
-    try (InputStream in = Files.newInputStream(WebhookTlsTest.tls("webhook.crt"))) {
+    try (InputStream in = Files.newInputStream(ServerTlsTest.tls("webhook.crt"))) {
       served = CertificateFactory.getInstance("X.509").generateCertificate(in);
     }
     KeyStore trusted = KeyStore.getInstance("PKCS12");

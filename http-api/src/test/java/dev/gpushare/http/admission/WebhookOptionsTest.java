@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.gpushare.http.LaunchException;
-import dev.gpushare.http.LauncherOptions;
+import dev.gpushare.http.launch.LaunchException;
+import dev.gpushare.http.launch.LauncherOptions;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;

@@ -8,8 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.SharePolicy;
-import dev.gpushare.http.Json;
-import dev.gpushare.http.LaunchException;
+import dev.gpushare.http.api.Json;
+import dev.gpushare.http.launch.LaunchException;
+import dev.gpushare.http.tls.ServerTls;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.URI;
@@ -66,8 +67,9 @@ class SchedulerExtenderServerTest {
     kit = ActorTestKit.create("SchedulerExtenderServerTest");
     SERVICE.nodes.add(node("gpu-a", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0)));
     SERVICE.nodes.add(node("gpu-static", SharePolicy.STATIC, gpu(0, 0, 0)));
-    ExtenderTls tls =
-        ExtenderTls.load(
+    ServerTls tls =
+        ServerTls.mutual(
+            "scheduler extender",
             resource("admission/tls/webhook.crt"),
             resource("admission/tls/webhook.key"),
             resource("extender/tls/client-ca.crt"));
@@ -126,20 +128,35 @@ class SchedulerExtenderServerTest {
         assertThrows(
             LaunchException.class,
             () ->
-                ExtenderTls.load(
+                ServerTls.mutual(
+                    "scheduler extender",
                     resource("admission/tls/webhook.crt"),
                     resource("admission/tls/webhook.key"),
                     missing));
-    assertTrue(e.getMessage().startsWith("no-such-ca.crt (the client CA"), e.getMessage());
-    LaunchException pkcs1 =
+    assertTrue(
+        e.getMessage().startsWith("--extender-client-ca no-such-ca.crt: no such file"),
+        e.getMessage());
+    // One loader with the webhook: a PKCS#1 key (tls.key as openssl genrsa writes it) serves.
+    assertTrue(
+        ServerTls.mutual(
+                "scheduler extender",
+                resource("admission/tls/webhook.crt"),
+                resource("admission/tls/webhook-rsa.key"),
+                resource("extender/tls/client-ca.crt"))
+            .mutual());
+    LaunchException notCas =
         assertThrows(
             LaunchException.class,
             () ->
-                ExtenderTls.load(
+                ServerTls.mutual(
+                    "scheduler extender",
                     resource("admission/tls/webhook.crt"),
-                    resource("admission/tls/webhook-rsa.key"),
-                    resource("extender/tls/client-ca.crt")));
-    assertTrue(pkcs1.getMessage().contains("no PKCS#8 private key"), pkcs1.getMessage());
+                    resource("admission/tls/webhook.key"),
+                    resource("admission/tls/webhook.key")));
+    assertTrue(
+        notCas.getMessage().startsWith("--extender-client-ca ")
+            && notCas.getMessage().contains("BEGIN CERTIFICATE"),
+        notCas.getMessage());
   }
 
   // ---- helpers ----

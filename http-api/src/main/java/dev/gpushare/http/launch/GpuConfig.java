@@ -1,0 +1,222 @@
+package dev.gpushare.http.launch;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigObject;
+import com.typesafe.config.ConfigValue;
+import dev.gpushare.arbiter.UsageRules.IdleSettings;
+import dev.gpushare.gpu.GpuBackends;
+import dev.gpushare.node.GpuSettings;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * The GPU side {@code gpushare.gpu} of {@link EmbeddedConfig}, checked with the same rules and
+ * messages (key, where it was set, the value given, what is accepted):
+ *
+ * <pre>
+ * gpushare.gpu {
+ *   backend = auto                  # auto (NVML when it loads, else simulated) | nvml | simulated
+ *   telemetry-interval = 5s         # how often the node's GPUs are sampled; above 0
+ *   idle-release-after = off        # off | a duration above 0: a Running pod idle that long is
+ *                                   #   asked to hibernate, and released idle-release-grace later
+ *   idle-release-grace = 30s        # at least 0
+ *   memory-limit-enforcement = on   # on | off: memory used over a pod's limit revokes its share
+ *   mps-root = off                  # off | an absolute path; default: $GPUSHARE_MPS_ROOT when set
+ * }
+ * </pre>
+ *
+ * Every key is optional; an absent key takes its default ({@link GpuSettings#DEFAULT}), except
+ * {@code mps-root}, whose default is the environment variable {@value #MPS_ROOT_ENV} (set by the
+ * deploy/mps component) when it is set and not empty.
+ */
+final class GpuConfig {
+
+  static final String AT = "gpushare.gpu";
+
+  /** The environment variable that gives {@code mps-root} when the configuration does not. */
+  static final String MPS_ROOT_ENV = "GPUSHARE_MPS_ROOT";
+
+  static final Set<String> KEYS =
+      Set.of(
+          "backend",
+          "telemetry-interval",
+          "idle-release-after",
+          "idle-release-grace",
+          "memory-limit-enforcement",
+          "mps-root");
+
+  private static final String BACKENDS =
+      Arrays.stream(GpuBackends.Mode.values())
+              .map(GpuBackends.Mode::configValue)
+              .collect(Collectors.joining(" | "))
+          + " (auto: NVML when libnvidia-ml.so.1 loads, else the simulated backend; nvml: NVML or"
+          + " the launcher stops; simulated: never NVML)";
+  private static final String ON_OFF = "on or off";
+  private static final String MPS_ROOT =
+      "off (the node runs no MPS) or the absolute path of the node's MPS directory, such as"
+          + " \"/run/gpushare/mps\"";
+
+  private GpuConfig() {}
+
+  /** {@code gpushare.gpu} of the {@code gpushare} section; {@code null} after an error. */
+  static GpuSettings read(
+      ConfigObject section, ConfigErrors errors, Function<String, String> environment) {
+    GpuSettings d = GpuSettings.DEFAULT;
+    ConfigObject gpu = errors.object(section, "gpu", "gpushare", false);
+    if (gpu == null && section.get("gpu") != null) {
+      return null;
+    }
+    if (gpu == null) {
+      Optional<String> root = mpsRootFromEnvironment(errors, environment);
+      return root == null
+          ? null
+          : new GpuSettings(d.backend(), d.telemetryInterval(), d.idle(), d.enforceMemory(), root);
+    }
+    errors.unknownKeys(gpu, AT, KEYS);
+    Config config = gpu.toConfig();
+    GpuBackends.Mode backend =
+        gpu.get("backend") == null
+            ? d.backend()
+            : errors.scalar(gpu, "backend", AT, BACKENDS, GpuConfig::backend);
+    Duration interval =
+        gpu.get("telemetry-interval") == null
+            ? d.telemetryInterval()
+            : duration(
+                config,
+                gpu,
+                "telemetry-interval",
+                false,
+                "a duration above 0, such as 5s or 500ms",
+                errors);
+    Optional<Duration> after;
+    if (gpu.get("idle-release-after") == null) {
+      after = d.idle().after();
+    } else if (isOff(gpu.get("idle-release-after"))) {
+      after = Optional.empty();
+    } else {
+      Duration a =
+          duration(
+              config,
+              gpu,
+              "idle-release-after",
+              false,
+              "off (no idle release) or a duration above 0, such as 10m",
+              errors);
+      after = a == null ? null : Optional.of(a);
+    }
+    Duration grace =
+        gpu.get("idle-release-grace") == null
+            ? d.idle().grace()
+            : duration(
+                config,
+                gpu,
+                "idle-release-grace",
+                true,
+                "a duration of at least 0, such as 30s",
+                errors);
+    Boolean enforce =
+        gpu.get("memory-limit-enforcement") == null
+            ? Boolean.valueOf(d.enforceMemory())
+            : errors.scalar(gpu, "memory-limit-enforcement", AT, ON_OFF, GpuConfig::onOff);
+    Optional<String> mpsRoot =
+        gpu.get("mps-root") == null
+            ? mpsRootFromEnvironment(errors, environment)
+            : errors.scalar(gpu, "mps-root", AT, MPS_ROOT, GpuConfig::mpsRoot);
+    if (backend == null
+        || interval == null
+        || after == null
+        || grace == null
+        || enforce == null
+        || mpsRoot == null) {
+      return null;
+    }
+    return new GpuSettings(
+        backend, interval, new IdleSettings(after, grace), enforce.booleanValue(), mpsRoot);
+  }
+
+  private static Optional<GpuBackends.Mode> backend(String value) {
+    try {
+      return Optional.of(GpuBackends.Mode.parse(value));
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+  }
+
+  private static Optional<Boolean> onOff(String value) {
+    switch (value.toLowerCase(Locale.ROOT)) {
+      case "on":
+      case "true":
+      case "yes":
+        return Optional.of(Boolean.TRUE);
+      case "off":
+      case "false":
+      case "no":
+        return Optional.of(Boolean.FALSE);
+      default:
+        return Optional.empty();
+    }
+  }
+
+  /** {@code off}, or an absolute path; wrapped twice: empty = rejected, of(empty) = off. */
+  private static Optional<Optional<String>> mpsRoot(String value) {
+    if (value.equalsIgnoreCase("off")) {
+      return Optional.of(Optional.empty());
+    }
+    return isAbsolutePath(value) ? Optional.of(Optional.of(value)) : Optional.empty();
+  }
+
+  private static boolean isAbsolutePath(String value) {
+    return value.startsWith("/") && value.indexOf('\0') < 0;
+  }
+
+  /** {@code $GPUSHARE_MPS_ROOT} when set and not empty, else off; {@code null} after an error. */
+  private static Optional<String> mpsRootFromEnvironment(
+      ConfigErrors errors, Function<String, String> environment) {
+    String value = environment.apply(MPS_ROOT_ENV);
+    if (value == null || value.isBlank()) {
+      return Optional.empty();
+    }
+    String root = value.strip();
+    if (!isAbsolutePath(root)) {
+      errors.addGiven(
+          AT + ".mps-root",
+          "'" + root + "' given by the environment variable " + MPS_ROOT_ENV,
+          "expected " + MPS_ROOT + " (unset " + MPS_ROOT_ENV + " or set " + AT + ".mps-root)");
+      return null;
+    }
+    return Optional.of(root);
+  }
+
+  /** HOCON reads an unquoted {@code off} as the string "off" (a boolean only where one is read). */
+  private static boolean isOff(ConfigValue value) {
+    Object unwrapped = value.unwrapped();
+    return unwrapped instanceof String s && s.strip().equalsIgnoreCase("off")
+        || Boolean.FALSE.equals(unwrapped);
+  }
+
+  private static Duration duration(
+      Config config,
+      ConfigObject gpu,
+      String key,
+      boolean zeroAllowed,
+      String rule,
+      ConfigErrors errors) {
+    ConfigValue value = gpu.get(key);
+    try {
+      Duration d = config.getDuration(key);
+      if (!d.isNegative() && (zeroAllowed || !d.isZero())) {
+        return d;
+      }
+    } catch (ConfigException e) {
+      // reported below, with the accepted form
+    }
+    errors.add(AT + "." + key, value, "expected " + rule);
+    return null;
+  }
+}

@@ -1,0 +1,247 @@
+package dev.gpushare.http.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.node.api.GpuShareMetrics;
+import dev.gpushare.node.api.Views.GpuRef;
+import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.UsageView;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class MetricsRoutesTest {
+
+  static String text(GpuShareMetrics metrics, List<NodeView> nodes, List<PodView> pods) {
+    return new String(MetricsRoutes.render(metrics.scrape(nodes, pods)), StandardCharsets.UTF_8);
+  }
+
+  static String text(List<NodeView> nodes, List<PodView> pods) {
+    return text(new GpuShareMetrics(), nodes, pods);
+  }
+
+  @Test
+  void theContentTypeIsTheTextFormat004() {
+    assertEquals(
+        "text/plain; version=0.0.4; charset=UTF-8", MetricsRoutes.PROMETHEUS_TEXT.toString());
+  }
+
+  @Test
+  void exposesQueueGpuAndPodGaugesUnderTheirDocumentedNames() {
+    String text =
+        text(
+            List.of(FakeGpuShareService.node("node-1", Map.of(), Map.of())),
+            List.of(
+                FakeGpuShareService.pod("default", "a", "node-1", "Running"),
+                FakeGpuShareService.pod("default", "b", "node-1", "Ready"),
+                FakeGpuShareService.pod("default", "c", "node-1", "Ready")));
+    ExpositionText m = ExpositionText.parse(text);
+    assertTrue(
+        text.contains(
+            "# HELP gpushare_queue_length Pods waiting in the node's ready queue.\n"
+                + "# TYPE gpushare_queue_length gauge\n"
+                + "gpushare_queue_length{node=\"node-1\"} 1.0\n"),
+        text);
+    assertEquals("gauge", m.types.get("gpushare_gpu_core_in_use_percent"));
+    assertEquals(
+        50,
+        m.value("gpushare_gpu_core_in_use_percent", "node", "node-1", "gpu", "0", "uuid", "GPU-0"));
+    assertEquals(
+        0,
+        m.value("gpushare_gpu_core_in_use_percent", "node", "node-1", "gpu", "1", "uuid", "GPU-1"));
+    assertEquals(
+        50,
+        m.value(
+            "gpushare_gpu_memory_in_use_percent", "node", "node-1", "gpu", "0", "uuid", "GPU-0"));
+    assertEquals(
+        1, m.value("gpushare_gpu_shares_in_use", "node", "node-1", "gpu", "0", "uuid", "GPU-0"));
+    assertEquals(1, m.value("gpushare_gpu_healthy", "node", "node-1", "gpu", "0", "uuid", "GPU-0"));
+    assertEquals(0, m.value("gpushare_gpu_healthy", "node", "node-1", "gpu", "1", "uuid", "GPU-1"));
+    // Every state, zeros included, so that series do not come and go.
+    assertEquals(0, m.value("gpushare_pods", "node", "node-1", "state", "Pending"));
+    assertEquals(0, m.value("gpushare_pods", "node", "node-1", "state", "Hibernation"));
+    assertEquals(2, m.value("gpushare_pods", "node", "node-1", "state", "Ready"));
+    assertEquals(1, m.value("gpushare_pods", "node", "node-1", "state", "Running"));
+
+    String[] a = {"namespace", "default", "pod", "a", "node", "node-1"};
+    String[] b = {"namespace", "default", "pod", "b", "node", "node-1"};
+    assertEquals(1, m.value("gpushare_pod_state", with(a, "state", "Running")));
+    assertEquals(0, m.value("gpushare_pod_state", with(a, "state", "Ready")));
+    assertEquals(1, m.value("gpushare_pod_state", with(b, "state", "Ready")));
+    assertEquals(4, m.find("gpushare_pod_state", "pod", "b").size());
+    assertEquals(1, m.value("gpushare_pod_queue_position", b));
+    assertEquals(3, m.value("gpushare_pod_waiting_seconds", b));
+    assertFalse(m.has("gpushare_pod_queue_position", a));
+    assertEquals(100, m.value("gpushare_pod_core_limit_percent", a));
+    assertEquals(100, m.value("gpushare_pod_memory_limit_percent", b));
+    assertEquals("gauge", m.types.get("gpushare_pod_device_info"));
+    assertEquals(1, m.value("gpushare_pod_device_info", with(a, "gpu", "1", "uuid", "GPU-1")));
+    assertTrue(m.find("gpushare_pod_device_info", "pod", "b").isEmpty());
+    // A family without samples is not written: no pod has telemetry yet.
+    assertFalse(m.types.containsKey("gpushare_pod_gpu_memory_used_mib"));
+    assertTrue(m.find("gpushare_pod_gpu_memory_used_mib").isEmpty());
+  }
+
+  @Test
+  void equalInputGivesEqualText() {
+    List<NodeView> nodes = List.of(FakeGpuShareService.node("node-1", Map.of(), Map.of()));
+    List<PodView> pods =
+        List.of(
+            FakeGpuShareService.pod("default", "b", "node-1", "Ready"),
+            FakeGpuShareService.pod("default", "a", "node-1", "Running"));
+    assertEquals(text(nodes, pods), text(nodes, List.of(pods.get(1), pods.get(0))));
+  }
+
+  @Test
+  void aRunningPodsTelemetryIsExposedAbsoluteAndRelativeToItsLimit() {
+    PodView running = FakeGpuShareService.pod("default", "a", "node-1", "Running");
+    PodView used =
+        new PodView(
+            running.namespace(),
+            running.name(),
+            running.uid(),
+            running.node(),
+            running.policy(),
+            running.state(),
+            running.requests(),
+            running.limits(),
+            running.gpu(),
+            null,
+            null,
+            12L,
+            List.of(),
+            List.of(),
+            new UsageView(2048, 81559, 30, 30, 1),
+            null);
+    PodView unreported =
+        new PodView(
+            "default",
+            "b",
+            "uid-b",
+            "node-1",
+            "share-pool",
+            "Running",
+            null,
+            null,
+            new GpuRef(0, "GPU-0"),
+            null,
+            null,
+            1L,
+            List.of(),
+            List.of(),
+            new UsageView(0, 40779, null, null, -1),
+            null);
+    ExpositionText m = ExpositionText.parse(text(List.of(), List.of(unreported, used)));
+    String[] a = {
+      "namespace", "default", "pod", "a", "node", "node-1", "gpu", "1", "uuid", "GPU-1"
+    };
+    String[] b = {
+      "namespace", "default", "pod", "b", "node", "node-1", "gpu", "0", "uuid", "GPU-0"
+    };
+    assertEquals(2048, m.value("gpushare_pod_gpu_memory_used_mib", a));
+    assertEquals(0, m.value("gpushare_pod_gpu_memory_used_mib", b));
+    assertEquals(81559, m.value("gpushare_pod_gpu_memory_limit_mib", a));
+    assertEquals(30, m.value("gpushare_pod_gpu_utilization_percent", with(a, "kind", "absolute")));
+    assertEquals(30, m.value("gpushare_pod_gpu_utilization_percent", with(a, "kind", "relative")));
+    assertTrue(m.find("gpushare_pod_gpu_utilization_percent", "pod", "b").isEmpty());
+    assertEquals(
+        12,
+        m.value(
+            "gpushare_pod_running_seconds", "namespace", "default", "pod", "a", "node", "node-1"));
+  }
+
+  @Test
+  void labelValuesAreEscaped() {
+    String text =
+        text(List.of(), List.of(FakeGpuShareService.pod("default", "a", "we\"ird\\", "Ready")));
+    assertTrue(text.contains("gpushare_pods{node=\"we\\\"ird\\\\\",state=\"Ready\"} 1.0\n"), text);
+    assertEquals(
+        1,
+        ExpositionText.parse(text).value("gpushare_pods", "node", "we\"ird\\", "state", "Ready"));
+  }
+
+  @Test
+  void eventMetricsComeFromTheRegistry() {
+    GpuShareMetrics metrics = new GpuShareMetrics();
+    metrics.decided("node-1", "grant");
+    metrics.decided("node-1", "grant");
+    metrics.roundEnded("node-1", Duration.ofMillis(3));
+    PodKey old = new PodKey("default", "old", "u1");
+    PodKey fresh = new PodKey("default", "new", "u2");
+    metrics.preempted("node-1", fresh, List.of(old));
+    metrics.journalFailed("node-1", "persist", new RuntimeException("disk full"));
+    metrics.kubernetesWriteError("pod", "retry");
+    ExpositionText m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+
+    assertEquals("counter", m.types.get("gpushare_decisions_total"));
+    assertEquals(2, m.value("gpushare_decisions_total", "node", "node-1", "kind", "grant"));
+    assertEquals(0, m.value("gpushare_decisions_total", "node", "node-1", "kind", "preempt"));
+    assertEquals("histogram", m.types.get("gpushare_decision_duration_seconds"));
+    assertEquals(1, m.value("gpushare_decision_duration_seconds_count", "node", "node-1"));
+    assertEquals(
+        1, m.value("gpushare_decision_duration_seconds_bucket", "node", "node-1", "le", "0.005"));
+    assertEquals(
+        0, m.value("gpushare_decision_duration_seconds_bucket", "node", "node-1", "le", "0.0025"));
+    assertEquals(
+        1, m.value("gpushare_decision_duration_seconds_bucket", "node", "node-1", "le", "+Inf"));
+    assertEquals(
+        1,
+        m.value(
+            "gpushare_pod_preemptions_total",
+            "namespace",
+            "default",
+            "pod",
+            "old",
+            "role",
+            "victim"));
+    assertEquals(
+        1,
+        m.value(
+            "gpushare_pod_preemptions_total",
+            "namespace",
+            "default",
+            "pod",
+            "new",
+            "role",
+            "preemptor"));
+    assertEquals(
+        1,
+        m.value("gpushare_journal_errors_total", "entity", "NodeArbiter", "operation", "persist"));
+    assertEquals(
+        0,
+        m.value("gpushare_journal_errors_total", "entity", "NodeArbiter", "operation", "recovery"));
+    assertEquals(
+        1, m.value("gpushare_kubernetes_write_errors_total", "kind", "pod", "reason", "retry"));
+    assertEquals(
+        0, m.value("gpushare_kubernetes_write_errors_total", "kind", "node", "reason", "rejected"));
+    assertTrue(m.find("gpushare_decisions_total_created").isEmpty());
+
+    // A deleted pod's preemption series go with it.
+    metrics.podRemoved("node-1", old);
+    m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertTrue(m.find("gpushare_pod_preemptions_total", "pod", "old").isEmpty());
+    assertEquals(1, m.find("gpushare_pod_preemptions_total", "pod", "new").size());
+  }
+
+  @Test
+  void eachRuntimeHasARegistryOfItsOwn() {
+    GpuShareMetrics one = new GpuShareMetrics();
+    GpuShareMetrics two = new GpuShareMetrics();
+    one.decided("n", "grant");
+    ExpositionText m = ExpositionText.parse(text(two, List.of(), List.of()));
+    assertTrue(m.find("gpushare_decisions_total").isEmpty());
+  }
+
+  static String[] with(String[] base, String... more) {
+    String[] all = new String[base.length + more.length];
+    System.arraycopy(base, 0, all, 0, base.length);
+    System.arraycopy(more, 0, all, base.length, more.length);
+    return all;
+  }
+}
