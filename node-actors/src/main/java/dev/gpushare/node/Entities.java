@@ -61,7 +61,7 @@ public final class Entities {
    * and Pekko's own {@code pipeToSelf}) run on {@code CompletableFuture}'s default executor — and
    * with fewer than three CPUs {@code ForkJoinPool.commonPool()} has parallelism 1, so that
    * executor starts <em>a new thread for every continuation</em>. On a 2-vCPU machine that cost
-   * 2.7–6× of the throughput (persistence-config/BENCHMARKS.md, "Load").
+   * 2.7–6× of the throughput (src-test/BENCHMARKS.md, "Load").
    */
   public static final class Ref<M> {
     private final EntityRef<M> ref;

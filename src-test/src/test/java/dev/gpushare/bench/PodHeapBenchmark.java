@@ -18,15 +18,15 @@ import java.util.Random;
 import javax.management.ObjectName;
 
 /**
- * Heap per idle pod (persistence-config/BENCHMARKS.md, "Heap per pod"): the real runtime over the
- * embedded H2 journal profile, {@code --nodes} share-pool nodes of 8 GPUs, then {@code --pods} pods
- * created through the service ({@code createPod}, request 1 %, limits 10..100 %), all left in
- * Hibernation. The used heap after full GCs (MemoryMXBean, after {@code System.gc()} until it stops
- * shrinking) is read with no pods, half of them and all of them; per pod = the difference divided
- * by the pods, each reading taken after {@code --idle-seconds} without requests (the asks' 30 s
- * timeout tasks gone). A class histogram ({@code GC.class_histogram}, the DiagnosticCommand MBean,
- * as {@code jcmd} prints it) is taken with no pods and with all of them, and the classes that grew
- * most are listed per pod.
+ * Heap per idle pod (src-test/BENCHMARKS.md, "Heap per pod"): the real runtime over the embedded H2
+ * journal profile, {@code --nodes} share-pool nodes of 8 GPUs, then {@code --pods} pods created
+ * through the service ({@code createPod}, request 1 %, limits 10..100 %), all left in Hibernation.
+ * The used heap after full GCs (MemoryMXBean, after {@code System.gc()} until it stops shrinking)
+ * is read with no pods, half of them and all of them; per pod = the difference divided by the pods,
+ * each reading taken after {@code --idle-seconds} without requests (the asks' 30 s timeout tasks
+ * gone). A class histogram ({@code GC.class_histogram}, the DiagnosticCommand MBean, as {@code
+ * jcmd} prints it) is taken with no pods and with all of them, and the classes that grew most are
+ * listed per pod.
  *
  * <p>Arguments: {@code [--pods 100000] [--nodes 128] [--h2-cache-mb 16] [--top 40] [--idle-seconds
  * 40] [--passivate-after 20s]} (the last sets {@code gpushare.passivate-idle-pods-after}; {@code

@@ -35,10 +35,10 @@ import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 
 /**
- * How fast the pure policy decides (persistence-config/BENCHMARKS.md, "Arbiter policy"): one
- * decision is {@link ShareBook#next(Instant)} followed by {@link ShareBook#apply}, on one node with
- * {@code gpus} GPUs and {@code queued} pods in the ready queue. Every benchmark starts from the
- * same immutable book, so each invocation is the same decision.
+ * How fast the pure policy decides (src-test/BENCHMARKS.md, "Arbiter policy"): one decision is
+ * {@link ShareBook#next(Instant)} followed by {@link ShareBook#apply}, on one node with {@code
+ * gpus} GPUs and {@code queued} pods in the ready queue. Every benchmark starts from the same
+ * immutable book, so each invocation is the same decision.
  *
  * <ul>
  *   <li>{@code grant}: the GPUs are about 60 % used by running pods, the queue head fits (best fit

@@ -13,7 +13,7 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * The adversarial suite's figures: per input surface, how many generated cases were tried, refused
  * (with the field named) and accepted (and found consistent). Printed after each test class and
- * written to {@code target/adversarial-figures-SUITE.txt}, for persistence-config/BENCHMARKS.md.
+ * written to {@code target/adversarial-figures-SUITE.txt}, for src-test/BENCHMARKS.md.
  */
 final class AdversarialFigures {
   private static final int REFUSED = 0;

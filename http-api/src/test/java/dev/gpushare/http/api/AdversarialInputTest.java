@@ -48,7 +48,7 @@ import net.jqwik.api.lifecycle.AfterContainer;
  * The adversarial suite over the parsers (issue 13 item 9): generated manifests, annotations, flags
  * and config files, each either refused with every error naming its field (and the value given), or
  * accepted as a value that satisfies the rules of SPEC §2–§3 and reads back the same. Never another
- * exception. Figures: persistence-config/BENCHMARKS.md §"Adversarial suite".
+ * exception. Figures: src-test/BENCHMARKS.md §"Adversarial suite".
  */
 class AdversarialInputTest {
   static final String SEED = "20261202";
