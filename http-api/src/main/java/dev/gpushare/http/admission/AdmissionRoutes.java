@@ -2,9 +2,9 @@ package dev.gpushare.http.admission;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
-import dev.gpushare.http.api.Json;
-import dev.gpushare.http.api.Problem;
-import dev.gpushare.http.api.ProblemException;
+import dev.gpushare.http.server.Json;
+import dev.gpushare.http.server.Problem;
+import dev.gpushare.http.server.ProblemException;
 import dev.gpushare.http.tls.ServerTls;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionResponse;
 import io.fabric8.kubernetes.api.model.admission.v1.AdmissionReview;

@@ -2,6 +2,8 @@ package dev.gpushare.http.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;

@@ -1,6 +1,10 @@
 package dev.gpushare.http.api;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.HttpLimits;
+import dev.gpushare.http.server.Json;
+import dev.gpushare.http.server.WatchLimits;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareService.ChangeListener;
 import java.time.Duration;

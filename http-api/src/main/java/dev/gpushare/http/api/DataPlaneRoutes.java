@@ -1,5 +1,9 @@
 package dev.gpushare.http.api;
 
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.HttpLimits;
+import dev.gpushare.http.server.Json;
+import dev.gpushare.http.server.WatchLimits;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.Views.PodView;
 import java.time.Duration;

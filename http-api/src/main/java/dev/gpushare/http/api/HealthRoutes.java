@@ -1,5 +1,7 @@
 package dev.gpushare.http.api;
 
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.Problem;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;

@@ -1,5 +1,6 @@
 package dev.gpushare.http.api;
 
+import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.persistence.JournalInspector;
 import java.util.Optional;
 import org.apache.pekko.http.javadsl.server.Route;

@@ -1,5 +1,6 @@
 package dev.gpushare.http.api;
 
+import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;

@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;

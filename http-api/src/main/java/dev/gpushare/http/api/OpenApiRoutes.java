@@ -1,5 +1,6 @@
 package dev.gpushare.http.api;
 
+import dev.gpushare.http.server.ApiDirectives;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -1,6 +1,8 @@
 package dev.gpushare.http.api;
 
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.http.server.ApiDirectives;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.GpuShareService;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.StatusCodes;

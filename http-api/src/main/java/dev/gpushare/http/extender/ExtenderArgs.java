@@ -6,7 +6,7 @@ import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.InputJson;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
-import dev.gpushare.http.api.ManifestReader;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.gpushare.http.extender;
 
-import dev.gpushare.http.api.Problem;
+import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.tls.ServerTls;
 import dev.gpushare.node.api.GpuShareService;
 import java.util.List;

@@ -10,7 +10,7 @@ import com.typesafe.config.ConfigValueType;
 import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
-import dev.gpushare.http.api.HttpLimits;
+import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.RuntimeSettings.SimulatedNode;

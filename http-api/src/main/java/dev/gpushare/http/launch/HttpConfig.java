@@ -3,7 +3,7 @@ package dev.gpushare.http.launch;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigValue;
-import dev.gpushare.http.api.HttpLimits;
+import dev.gpushare.http.server.HttpLimits;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.Set;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.gpushare.http.api.Json;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.http.tls.ServerTls;
 import dev.gpushare.http.tls.ServerTlsTest;
 import java.io.ByteArrayInputStream;

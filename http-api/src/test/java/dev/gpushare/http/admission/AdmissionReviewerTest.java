@@ -13,7 +13,7 @@ import dev.gpushare.arbiter.Parsed;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareRequestRules;
-import dev.gpushare.http.api.Json;
+import dev.gpushare.http.server.Json;
 import io.fabric8.zjsonpatch.JsonPatch;
 import java.io.IOException;
 import java.io.InputStream;

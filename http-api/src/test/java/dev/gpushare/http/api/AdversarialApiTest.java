@@ -16,6 +16,7 @@ import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.http.api.AdversarialInputs.Encoding;
 import dev.gpushare.http.api.AdversarialInputs.Extra;
 import dev.gpushare.http.api.AdversarialInputs.Mutation;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;

@@ -27,6 +27,7 @@ import dev.gpushare.http.api.AdversarialInputs.Mutation;
 import dev.gpushare.http.launch.EmbeddedConfig;
 import dev.gpushare.http.launch.LaunchException;
 import dev.gpushare.http.launch.LauncherOptions;
+import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.ServiceException;
 import java.io.IOException;
 import java.nio.file.Files;

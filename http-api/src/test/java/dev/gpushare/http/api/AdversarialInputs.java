@@ -11,6 +11,7 @@ import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import dev.gpushare.http.server.ManifestReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareService.ChangeListener;
 import java.io.BufferedReader;

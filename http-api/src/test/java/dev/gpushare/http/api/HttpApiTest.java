@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.UsageView;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.node.api.ServiceException;
 import java.util.HashMap;
 import java.util.List;

@@ -14,6 +14,7 @@ import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SchemaLocation;
 import com.networknt.schema.SpecVersion.VersionFlag;
 import com.networknt.schema.ValidationMessage;
+import dev.gpushare.http.server.ManifestReader;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashSet;

@@ -12,7 +12,7 @@ import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.http.api.FakeGpuShareServiceAccess;
 import dev.gpushare.http.api.HttpApi;
-import dev.gpushare.http.api.Json;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
 import dev.gpushare.node.api.GpuShareService;

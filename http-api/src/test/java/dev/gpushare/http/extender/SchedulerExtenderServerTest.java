@@ -8,8 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.SharePolicy;
-import dev.gpushare.http.api.Json;
 import dev.gpushare.http.launch.LaunchException;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.http.tls.ServerTls;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,11 +41,11 @@ import org.slf4j.LoggerFactory;
  * as long as it runs (a {@link WatchLimits.Permit}) is given back when the connection ends, even
  * when the response never reached the client.
  */
-final class ConnectionGuard
+public final class ConnectionGuard
     extends GraphStage<BidiShape<HttpRequest, HttpRequest, HttpResponse, HttpResponse>> {
 
   /** The request's connection. */
-  static final AttributeKey<Connection> CONNECTION =
+  public static final AttributeKey<Connection> CONNECTION =
       AttributeKey.create("gpushare-connection", Connection.class);
 
   private static final Logger LOG = LoggerFactory.getLogger(ConnectionGuard.class);
@@ -64,7 +64,7 @@ final class ConnectionGuard
   }
 
   /** {@code handler} behind a guard: the flow to materialize once per connection. */
-  static Flow<HttpRequest, HttpResponse, NotUsed> around(
+  public static Flow<HttpRequest, HttpResponse, NotUsed> around(
       Duration headerReadTimeout, Flow<HttpRequest, HttpResponse, ?> handler) {
     return BidiFlow.fromGraph(new ConnectionGuard(headerReadTimeout))
         .join(handler)

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import dev.gpushare.arbiter.FieldError;
 import java.util.HashMap;
@@ -18,12 +18,12 @@ import org.apache.pekko.http.javadsl.model.headers.RetryAfter;
  * the client's limit, {@code 503} over the server's, both with {@code Retry-After} and a problem
  * naming the setting and its value.
  */
-final class WatchLimits {
+public final class WatchLimits {
   /** What a refused client is told to wait before it tries again. */
-  static final int RETRY_AFTER_SECONDS = 5;
+  public static final int RETRY_AFTER_SECONDS = 5;
 
-  static final String MAX_KEY = HttpLimits.AT + ".max-watches";
-  static final String PER_CLIENT_KEY = HttpLimits.AT + ".max-watches-per-client";
+  public static final String MAX_KEY = HttpLimits.AT + ".max-watches";
+  public static final String PER_CLIENT_KEY = HttpLimits.AT + ".max-watches-per-client";
 
   private final int max;
   private final int maxPerClient;
@@ -35,7 +35,7 @@ final class WatchLimits {
     this.maxPerClient = maxPerClient;
   }
 
-  static WatchLimits of(HttpLimits limits) {
+  public static WatchLimits of(HttpLimits limits) {
     return new WatchLimits(limits.maxWatches(), limits.maxWatchesPerClient());
   }
 
@@ -43,13 +43,13 @@ final class WatchLimits {
   sealed interface Admission permits Permit, Refused {}
 
   /** The refusal, ready to send. */
-  record Refused(HttpResponse response) implements Admission {}
+  public record Refused(HttpResponse response) implements Admission {}
 
   /**
    * A permit for one more from {@code client}, or the refusal; release a permit once (more is
    * harmless).
    */
-  synchronized Admission tryAcquire(String client) {
+  public synchronized Admission tryAcquire(String client) {
     int own = byClient.getOrDefault(client, 0);
     if (own >= maxPerClient) {
       return refused(

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadFeature;

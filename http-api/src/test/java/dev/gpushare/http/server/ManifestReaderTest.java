@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -9,7 +9,7 @@ import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
-import dev.gpushare.http.api.ManifestReader.Format;
+import dev.gpushare.http.server.ManifestReader.Format;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import java.io.IOException;

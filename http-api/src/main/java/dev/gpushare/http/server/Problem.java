@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.node.api.ServiceException;

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -109,7 +109,7 @@ public final class ManifestReader {
     }
   }
 
-  static PodManifest pod(JsonNode root) {
+  public static PodManifest pod(JsonNode root) {
     Fields f = new Fields();
     requireObject(root, f, "a Pod manifest");
     checkKind(root, "Pod", f);
@@ -140,7 +140,7 @@ public final class ManifestReader {
     return new PodManifest(namespace, name, uid, nodeName, labels, annotations, containers);
   }
 
-  static NodeManifest node(JsonNode root, String pathName) {
+  public static NodeManifest node(JsonNode root, String pathName) {
     Fields f = new Fields();
     requireObject(root, f, "a Node manifest");
     checkKind(root, "Node", f);

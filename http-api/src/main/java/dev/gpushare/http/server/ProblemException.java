@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 /** Ends a request with the given problem; for HTTP-level failures that no service refusal names. */
 public final class ProblemException extends RuntimeException {

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.http.server;
 
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.node.api.ServiceException;
@@ -39,13 +39,13 @@ import org.apache.pekko.util.ByteString;
 public abstract class ApiDirectives extends AllDirectives {
 
   /** How long a client may take to send a body. */
-  static final Duration BODY_TIMEOUT = Duration.ofSeconds(10);
+  public static final Duration BODY_TIMEOUT = Duration.ofSeconds(10);
 
   /** The largest body accepted (a manifest or a patch is a few KiB). */
-  static final long MAX_BODY_BYTES = 1024 * 1024;
+  public static final long MAX_BODY_BYTES = 1024 * 1024;
 
   /** {@code {"items":[…]}}, the list shape of API.md. */
-  record Items<T>(List<T> items) {}
+  public record Items<T>(List<T> items) {}
 
   protected static HttpResponse json(StatusCode status, Object body) {
     return HttpResponse.create()
@@ -80,17 +80,17 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** Completes with {@code 200} and the stage's value as JSON. */
-  <T> Route answerOk(Supplier<CompletionStage<T>> call) {
+  public <T> Route answerOk(Supplier<CompletionStage<T>> call) {
     return answer(call, value -> json(StatusCodes.OK, value));
   }
 
   /** Reads the whole body (at most {@link #MAX_BODY_BYTES}) before routing on. */
-  Route withBody(Function<HttpEntity.Strict, Route> inner) {
+  public Route withBody(Function<HttpEntity.Strict, Route> inner) {
     return extractStrictEntity(BODY_TIMEOUT, MAX_BODY_BYTES, inner);
   }
 
   /** A query parameter that is not acceptable: {@code 400} naming it, its value and the range. */
-  static ServiceException badParameter(String name, String value, String accepted) {
+  public static ServiceException badParameter(String name, String value, String accepted) {
     String given = value == null ? "missing" : "'" + value + "' given";
     return ServiceException.of(
         Kind.MALFORMED,
@@ -98,7 +98,8 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** An integer query parameter within {@code [min, max]}, or its default when absent. */
-  static long longParameter(String name, Optional<String> raw, long dflt, long min, long max) {
+  public static long longParameter(
+      String name, Optional<String> raw, long dflt, long min, long max) {
     if (raw.isEmpty()) {
       return dflt;
     }
@@ -116,7 +117,7 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** The manifest format of a body, from its Content-Type; else a {@code 415} problem. */
-  static ManifestReader.Format manifestFormat(HttpEntity entity) {
+  public static ManifestReader.Format manifestFormat(HttpEntity entity) {
     MediaType media = entity.getContentType().mediaType();
     return ManifestReader.formatOf(media.mainType(), media.subType())
         .orElseThrow(
@@ -125,7 +126,7 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** A body whose Content-Type is not among {@code accepted}: {@code 415} naming both. */
-  static ProblemException unsupportedMediaType(ContentType given, List<String> accepted) {
+  public static ProblemException unsupportedMediaType(ContentType given, List<String> accepted) {
     String shown = given.mediaType().toString();
     String message =
         "Content-Type: '" + shown + "' given; send one of " + String.join(", ", accepted);
@@ -137,7 +138,7 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** Whether the body's media type is one of {@code accepted} ({@code type/subtype}). */
-  static boolean isOneOf(HttpEntity entity, List<String> accepted) {
+  public static boolean isOneOf(HttpEntity entity, List<String> accepted) {
     MediaType media = entity.getContentType().mediaType();
     String given = (media.mainType() + "/" + media.subType()).toLowerCase(Locale.ROOT);
     return accepted.contains(given);
@@ -149,7 +150,7 @@ public abstract class ApiDirectives extends AllDirectives {
    * held until the response has ended: at once for a plain answer, at the end of a stream's bytes
    * for a stream, at the latest when the connection ends.
    */
-  Route asWatch(WatchLimits limits, Supplier<Route> inner) {
+  public Route asWatch(WatchLimits limits, Supplier<Route> inner) {
     return extractRequest(
         request -> {
           WatchLimits.Admission admission = limits.tryAcquire(clientOf(request));
@@ -170,7 +171,7 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** The remote address the request came from (the connection's, never a forwarding header). */
-  static String clientOf(HttpRequest request) {
+  public static String clientOf(HttpRequest request) {
     return request
         .getAttribute(AttributeKeys.remoteAddress)
         .flatMap(RemoteAddress::getAddress)
@@ -193,7 +194,7 @@ public abstract class ApiDirectives extends AllDirectives {
   }
 
   /** Routes under {@code /v1/namespaces/{ns}/pods/{name}}, with the namespace and the name. */
-  Route podPath(BiFunction<String, String, Route> inner) {
+  public Route podPath(BiFunction<String, String, Route> inner) {
     return pathPrefix(
         PathMatchers.segment("v1")
             .slash("namespaces")
