@@ -344,20 +344,42 @@ public final class Main {
               .formation()
               .start(system)
               .thenCompose(
-                  up ->
-                      InitSchemaCommand.atStart(
-                          system, prepared.embedded().journal(), options.config()))
+                  up -> {
+                    logClusterPhase(system, prepared.formation());
+                    return InitSchemaCommand.atStart(
+                        system, prepared.embedded().journal(), options.config());
+                  })
               .thenApply(
                   done -> {
                     if (h2) {
                       restrictFiles(prepared.data());
                     }
+                    LOG.info(
+                        "journal: {} {}",
+                        prepared.embedded().journal().kind(),
+                        SchemaSetup.databaseUrl(prepared.systemConfig()));
                     return done;
                   })
               .thenCompose(
                   done ->
                       GpuShareRuntime.start(
                           system, runtimeSettings, prepared.clock(), ownNodeBackend, journal))
+              .thenApply(
+                  started -> {
+                    LOG.info(
+                        "nodes: {} configured{}",
+                        runtimeSettings.nodes().size(),
+                        runtimeSettings.nodes().isEmpty()
+                            ? ""
+                            : " ("
+                                + String.join(
+                                    ", ",
+                                    runtimeSettings.nodes().stream()
+                                        .map(n -> n.manifest().name())
+                                        .toList())
+                                + ")");
+                    return started;
+                  })
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
       KubernetesClient kubeClient = null;
@@ -421,6 +443,19 @@ public final class Main {
       LOG.debug("startup failed", e);
       return fail(system, err, describe(e, options));
     }
+  }
+
+  /** The start-up phase line of the cluster: this member's address and how it joined. */
+  private static void logClusterPhase(ActorSystem<?> system, ClusterFormation formation) {
+    List<String> seeds = system.settings().config().getStringList("pekko.cluster.seed-nodes");
+    LOG.info(
+        "cluster: member {} up ({})",
+        system.address(),
+        formation.bootstrap()
+            ? "Kubernetes cluster bootstrap"
+            : seeds.isEmpty()
+                ? "embedded: a cluster of its own"
+                : "seed nodes " + String.join(", ", seeds));
   }
 
   /**
