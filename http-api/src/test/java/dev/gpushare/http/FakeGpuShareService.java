@@ -46,7 +46,7 @@ final class FakeGpuShareService implements GpuShareService {
   volatile Duration lastGrantTimeout;
   volatile Map<String, String> lastLabelPatch;
   volatile Map<String, String> lastAnnotationPatch;
-  volatile List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> lastScript;
+  volatile List<dev.gpushare.gpu.GpuProcess> lastScript;
   final GpuShareMetrics metrics = new GpuShareMetrics();
 
   static final Instant SYSTEM_NOW = Instant.parse("2030-05-01T12:00:00Z");
@@ -177,9 +177,7 @@ final class FakeGpuShareService implements GpuShareService {
 
   @Override
   public CompletionStage<NodeView> scriptGpu(
-      String node,
-      int index,
-      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
+      String node, int index, List<dev.gpushare.gpu.GpuProcess> processes) {
     return answer(
         "scriptGpu " + node + " " + index + " " + processes,
         () -> {

@@ -883,7 +883,7 @@ class DeployManifestsTest {
   }
 
   @Test
-  void theConfigMapIsAcceptedByTheLauncherAndHasNoSimulatedNodes() {
+  void theConfigMapIsAcceptedByTheLauncherAndHasNoConfiguredNodes() {
     var settings = launcherConfig().settings();
     assertEquals(List.of(), settings.nodes(), "Kubernetes mode: nodes come from the informers");
   }

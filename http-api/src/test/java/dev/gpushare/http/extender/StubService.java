@@ -8,7 +8,7 @@ import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.SharePolicy;
-import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.Views.ClockView;
@@ -179,8 +179,7 @@ final class StubService implements GpuShareService {
   }
 
   @Override
-  public CompletionStage<NodeView> scriptGpu(
-      String node, int index, List<SimulatedProcess> processes) {
+  public CompletionStage<NodeView> scriptGpu(String node, int index, List<GpuProcess> processes) {
     throw new UnsupportedOperationException("scriptGpu");
   }
 

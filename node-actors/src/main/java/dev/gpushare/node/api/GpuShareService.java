@@ -2,6 +2,7 @@ package dev.gpushare.node.api;
 
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.Views.ClockView;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
@@ -69,10 +70,7 @@ public interface GpuShareService {
    * member that samples the node (embedded mode: the one member; a cluster: the node's own member,
    * CONFLICT elsewhere); NOT_FOUND for an unknown node, INVALID for a bad index or process.
    */
-  CompletionStage<NodeView> scriptGpu(
-      String node,
-      int index,
-      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes);
+  CompletionStage<NodeView> scriptGpu(String node, int index, List<GpuProcess> processes);
 
   /** Embedded mode: create a pod; without {@code nodeName} the embedded scheduler places it. */
   CompletionStage<PodView> createPod(PodManifest manifest);

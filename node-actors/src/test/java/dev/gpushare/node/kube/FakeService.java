@@ -163,9 +163,7 @@ final class FakeService implements GpuShareService {
 
   @Override
   public CompletionStage<NodeView> scriptGpu(
-      String node,
-      int index,
-      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
+      String node, int index, List<dev.gpushare.gpu.GpuProcess> processes) {
     throw new UnsupportedOperationException();
   }
 
