@@ -13,6 +13,7 @@ import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.UsageView;
 import dev.gpushare.node.api.Views.WorkloadView;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
