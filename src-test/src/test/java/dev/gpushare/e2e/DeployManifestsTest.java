@@ -883,7 +883,7 @@ class DeployManifestsTest {
   }
 
   @Test
-  void theConfigMapIsAcceptedByTheLauncherAndHasNoConfiguredNodes() {
+  void theConfigMapIsAcceptedByTheLauncherAndHasNoSimulatedNodes() {
     var settings = launcherConfig().settings();
     assertEquals(List.of(), settings.nodes(), "Kubernetes mode: nodes come from the informers");
   }
