@@ -7,8 +7,8 @@ import java.util.Optional;
 
 /**
  * Where GPUs come from: the devices of this node and their health. The simulated backend serves the
- * embedded default and tests; the NVML backend (JavaCPP) serves real GPU-HPN nodes. Callers see
- * only plain records.
+ * embedded default and tests ({@link GpuBackends#simulated}); the NVML backend (JavaCPP) serves
+ * real GPU-HPN nodes. Callers see only plain records and this interface.
  */
 public interface GpuBackend {
 
@@ -35,6 +35,14 @@ public interface GpuBackend {
    */
   default Optional<String> podUidOf(long pid) {
     return SYSTEM_PROCESSES.podOf(pid).map(PodCgroup::podUid);
+  }
+
+  /**
+   * The way to tell these GPUs what they run, when they can be told (a simulated backend's); empty
+   * for real devices, whose samples are measured and whose health is the driver's word.
+   */
+  default Optional<ScriptableGpus> scriptable() {
+    return Optional.empty();
   }
 
   /** The node's own {@code /proc}. */

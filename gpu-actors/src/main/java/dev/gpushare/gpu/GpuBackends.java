@@ -4,6 +4,7 @@ import dev.gpushare.gpu.nvml.NvmlBackend;
 import dev.gpushare.gpu.nvml.NvmlError;
 import dev.gpushare.gpu.nvml.NvmlException;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.function.Consumer;
@@ -52,6 +53,35 @@ public final class GpuBackends {
       Pattern.compile("version `([\\w.]+)' not found \\(required by ([^)]+)\\)");
 
   private GpuBackends() {}
+
+  /**
+   * A simulated backend: {@code count} devices of one model on {@code node}, with UUIDs derived
+   * from the node name and index (stable across restarts, like real UUIDs), idle until scripted
+   * ({@link GpuBackend#scriptable()}).
+   *
+   * @throws IllegalArgumentException when {@code count} is below 0
+   */
+  public static GpuBackend simulated(String node, int count, String model, long memoryMiB) {
+    return new SimulatedGpuBackend(node, count, model, memoryMiB);
+  }
+
+  /**
+   * The devices a node's {@code status.capacity} stands for until its hardware reports its own:
+   * {@code count} devices of one model, with the UUIDs the simulated backend of {@code node}
+   * reports.
+   */
+  public static List<GpuDevice> fromCapacity(String node, int count, String model, long memoryMiB) {
+    return simulated(node, count, model, memoryMiB).devices();
+  }
+
+  /**
+   * Whether {@code gpus} are devices a capacity stands for ({@link #fromCapacity}), not ones a real
+   * backend reported: each has the UUID derived from {@code node} and its index.
+   */
+  public static boolean derivedFromCapacity(String node, List<GpuDevice> gpus) {
+    return gpus.stream()
+        .allMatch(g -> g.uuid().equals(SimulatedGpuBackend.uuidOf(node, g.index())));
+  }
 
   /** The value of {@value #CONFIG_KEY}. */
   public enum Mode {

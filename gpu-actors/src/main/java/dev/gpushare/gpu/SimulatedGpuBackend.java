@@ -13,17 +13,18 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * A scriptable stand-in for a GPU-HPN node's GPUs: {@code count} devices of one model, with UUIDs
  * derived from the node name and index (stable across restarts, like real UUIDs), and health that
- * tests or the admin API can change. Thread-safe.
+ * tests can change, and processes that can be scripted ({@link ScriptableGpus}). Thread-safe. Made
+ * through {@link GpuBackends#simulated}: nothing outside this package names it.
  */
-public final class SimulatedGpuBackend implements GpuBackend {
+final class SimulatedGpuBackend implements GpuBackend, ScriptableGpus {
   private final String node;
   private final String model;
   private final long memoryMiB;
   private volatile int count;
   private final Set<String> unhealthy = ConcurrentHashMap.newKeySet();
-  private final Map<Integer, List<SimulatedProcess>> processes = new ConcurrentHashMap<>();
+  private final Map<Integer, List<GpuProcess>> processes = new ConcurrentHashMap<>();
 
-  public SimulatedGpuBackend(String node, int count, String model, long memoryMiB) {
+  SimulatedGpuBackend(String node, int count, String model, long memoryMiB) {
     if (count < 0) {
       throw new IllegalArgumentException("GPU count " + count + " for node " + node + " is < 0");
     }
@@ -34,7 +35,7 @@ public final class SimulatedGpuBackend implements GpuBackend {
   }
 
   /** The UUID the simulated device {@code index} of {@code node} reports. */
-  public static String uuidOf(String node, int index) {
+  static String uuidOf(String node, int index) {
     return "GPU-" + UUID.nameUUIDFromBytes((node + "/" + index).getBytes(StandardCharsets.UTF_8));
   }
 
@@ -57,13 +58,10 @@ public final class SimulatedGpuBackend implements GpuBackend {
     return !unhealthy.contains(uuid);
   }
 
-  /**
-   * A scripted compute process: the pod it belongs to (what {@code /proc/<pid>/cgroup} tells on a
-   * real node), the device memory it uses and its SM utilisation of the whole GPU (empty: the
-   * "driver" does not report it).
-   */
-  public record SimulatedProcess(
-      long pid, String podUid, long usedMemoryMiB, OptionalInt smUtilizationPercent) {}
+  @Override
+  public Optional<ScriptableGpus> scriptable() {
+    return Optional.of(this);
+  }
 
   /**
    * Every device as scripted ({@link #script}): memory used is the sum of its processes' memory,
@@ -78,11 +76,11 @@ public final class SimulatedGpuBackend implements GpuBackend {
           healthy(d.uuid())
               ? GpuHealth.HEALTHY
               : GpuHealth.unhealthy("marked unhealthy (simulated)");
-      List<SimulatedProcess> scripted = processes.getOrDefault(d.index(), List.of());
+      List<GpuProcess> scripted = processes.getOrDefault(d.index(), List.of());
       long used = 0;
       int sm = 0;
       List<GpuProcessSample> listed = new ArrayList<>();
-      for (SimulatedProcess p : scripted) {
+      for (GpuProcess p : scripted) {
         used += p.usedMemoryMiB();
         sm += p.smUtilizationPercent().orElse(0);
         listed.add(new GpuProcessSample(p.pid(), p.usedMemoryMiB(), p.smUtilizationPercent()));
@@ -101,11 +99,8 @@ public final class SimulatedGpuBackend implements GpuBackend {
     return samples;
   }
 
-  /**
-   * Scripts what device {@code index} runs from now on (replacing what was scripted): its
-   * processes, each of a pod. An empty list makes the device idle again.
-   */
-  public void script(int index, List<SimulatedProcess> running) {
+  @Override
+  public void script(int index, List<GpuProcess> running) {
     if (index < 0 || index >= count) {
       throw new IllegalArgumentException(
           "GPU index " + index + " of node " + node + ": want 0.." + (count - 1));
@@ -115,8 +110,8 @@ public final class SimulatedGpuBackend implements GpuBackend {
 
   @Override
   public Optional<String> podUidOf(long pid) {
-    for (List<SimulatedProcess> list : processes.values()) {
-      for (SimulatedProcess p : list) {
+    for (List<GpuProcess> list : processes.values()) {
+      for (GpuProcess p : list) {
         if (p.pid() == pid) {
           return Optional.of(p.podUid());
         }

@@ -8,7 +8,6 @@ import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.gpu.GpuBackendUnavailable;
 import dev.gpushare.gpu.GpuBackends;
-import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.http.admission.AdmissionRoutes;
 import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.http.auth.Access;
@@ -585,14 +584,14 @@ public final class Main {
         GpuBackends.select(
             gpu.backend(),
             () ->
-                new SimulatedGpuBackend(
+                GpuBackends.simulated(
                     node.orElse("simulated"),
                     0,
                     RuntimeSettings.DEFAULT_GPU_MODEL,
                     RuntimeSettings.DEFAULT_GPU_MEMORY_MIB),
             line -> {});
     GpuBackend backend = selected.backend();
-    boolean simulated = backend instanceof SimulatedGpuBackend;
+    boolean simulated = backend.scriptable().isPresent();
     if (simulated && gpu.backend() == GpuBackends.Mode.AUTO) {
       LOG.warn("{}", selected.why());
     } else {

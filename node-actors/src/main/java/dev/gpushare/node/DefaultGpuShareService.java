@@ -22,8 +22,9 @@ import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuActor;
+import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.GpuDevice;
-import dev.gpushare.gpu.SimulatedGpuBackend;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
@@ -124,7 +125,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   /** Registers configured nodes that are new, then brings every known node in line. */
   CompletionStage<Done> start() {
     CompletionStage<Done> chain = done();
-    for (RuntimeSettings.SimulatedNode sim : settings.nodes()) {
+    for (RuntimeSettings.ConfiguredNode sim : settings.nodes()) {
       String name = sim.manifest().name();
       chain =
           chain.thenCompose(
@@ -430,8 +431,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   private CompletionStage<NodeActor.Record> register(
       NodeManifest manifest, String model, long memoryMiB) {
     String name = manifest.name();
-    List<GpuDevice> devices =
-        new SimulatedGpuBackend(name, gpuCount(manifest), model, memoryMiB).devices();
+    List<GpuDevice> devices = GpuBackends.fromCapacity(name, gpuCount(manifest), model, memoryMiB);
     return entities
         .directory()
         .<Done>ask(r -> new NodeDirectory.Add(name, r), timeout)
@@ -893,8 +893,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   }
 
   @Override
-  public CompletionStage<NodeView> scriptGpu(
-      String node, int index, List<SimulatedGpuBackend.SimulatedProcess> processes) {
+  public CompletionStage<NodeView> scriptGpu(String node, int index, List<GpuProcess> processes) {
     return knownNode(node)
         .thenCompose(d -> asks.nodeRecord(node))
         .thenCompose(
@@ -936,7 +935,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               }
               List<FieldError> errors = new ArrayList<>();
               for (int i = 0; i < processes.size(); i++) {
-                SimulatedGpuBackend.SimulatedProcess p = processes.get(i);
+                GpuProcess p = processes.get(i);
                 String at = "processes[" + i + "]";
                 if (p.pid() <= 0) {
                   errors.add(
@@ -969,7 +968,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
               if (!errors.isEmpty()) {
                 throw ServiceException.invalid(errors);
               }
-              local.simulated(node, record.gpus()).script(index, processes);
+              local.scriptable(node, record.gpus()).script(index, processes);
               return nodeView(node);
             });
   }

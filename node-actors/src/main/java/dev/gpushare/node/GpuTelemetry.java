@@ -176,8 +176,9 @@ final class GpuTelemetry {
       Map<String, Watched> mine = watches.computeIfAbsent(s.node(), n -> new HashMap<>());
       Map<String, Watched> kept = new HashMap<>();
       Map<String, Changes.PodUsageReport> reports = new HashMap<>();
-      if (!(s.backend() instanceof dev.gpushare.gpu.SimulatedGpuBackend)) {
-        // Real devices: the driver's word on health goes to the node (capacity, no new shares).
+      if (s.backend().scriptable().isEmpty()) {
+        // Real devices: the driver's word on health goes to the node (capacity, no new shares);
+        // a scripted GPU's health is what the node says (setGpuHealth).
         for (GpuSample g : s.samples()) {
           boolean wasHealthy = book.slot(g.index()).map(ShareBook.GpuSlot::healthy).orElse(true);
           if (g.health().healthy() != wasHealthy) {

@@ -1,8 +1,9 @@
 package dev.gpushare.node;
 
 import dev.gpushare.gpu.GpuBackend;
+import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.GpuDevice;
-import dev.gpushare.gpu.SimulatedGpuBackend;
+import dev.gpushare.gpu.ScriptableGpus;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,14 +22,14 @@ import java.util.concurrent.ConcurrentHashMap;
  *   <li>Any other member (a control-plane-only member of a cluster) samples nothing.
  * </ul>
  *
- * A simulated backend keeps its script ({@link SimulatedGpuBackend#script}) for as long as the
- * member runs and the node keeps its GPU count.
+ * A simulated backend ({@link GpuBackends#simulated}) keeps its script ({@link ScriptableGpus}) for
+ * as long as the member runs and the node keeps its GPU count.
  */
 final class LocalGpus {
   private final Optional<String> ownNode;
   private final Optional<GpuBackend> real;
   private final boolean samplesEveryNode;
-  private final Map<String, SimulatedGpuBackend> simulated = new ConcurrentHashMap<>();
+  private final Map<String, GpuBackend> simulated = new ConcurrentHashMap<>();
 
   /**
    * @param ownNode the node this member runs on, if any
@@ -70,8 +71,15 @@ final class LocalGpus {
     return Optional.of(simulated(node, gpus));
   }
 
+  /** The simulated GPUs of {@code node} shaped like {@code gpus}, to script. */
+  ScriptableGpus scriptable(String node, List<GpuDevice> gpus) {
+    return simulated(node, gpus)
+        .scriptable()
+        .orElseThrow(() -> new IllegalStateException("a simulated backend can be scripted"));
+  }
+
   /** The simulated backend of {@code node} shaped like {@code gpus}. */
-  SimulatedGpuBackend simulated(String node, List<GpuDevice> gpus) {
+  private GpuBackend simulated(String node, List<GpuDevice> gpus) {
     String model = gpus.isEmpty() ? RuntimeSettings.DEFAULT_GPU_MODEL : gpus.get(0).model();
     long memory = gpus.isEmpty() ? RuntimeSettings.DEFAULT_GPU_MEMORY_MIB : gpus.get(0).memoryMiB();
     return simulated.compute(
@@ -79,6 +87,6 @@ final class LocalGpus {
         (n, was) ->
             was != null && was.devices().equals(gpus)
                 ? was
-                : new SimulatedGpuBackend(n, gpus.size(), model, memory));
+                : GpuBackends.simulated(n, gpus.size(), model, memory));
   }
 }

@@ -15,8 +15,8 @@ import dev.gpushare.arbiter.PodNotes.EventNote;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
+import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.GpuDevice;
-import dev.gpushare.gpu.SimulatedGpuBackend;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -230,10 +230,9 @@ public final class NodeActor
     return persistAndReply(events, c.replyTo());
   }
 
-  /** Whether these are the devices a node's capacity stands for (the simulated backend's). */
+  /** Whether these are the devices a node's capacity stands for, not ones its hardware reported. */
   static boolean derivedFromCapacity(String node, List<GpuDevice> gpus) {
-    return gpus.stream()
-        .allMatch(g -> g.uuid().equals(SimulatedGpuBackend.uuidOf(node, g.index())));
+    return GpuBackends.derivedFromCapacity(node, gpus);
   }
 
   private ReplyEffect<Event, Record> onPatch(Record r, Patch c) {

@@ -12,7 +12,7 @@ import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
-import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.EventView;
@@ -103,7 +103,7 @@ class GpuTelemetryTest {
     return p;
   }
 
-  static void script(String node, int gpu, SimulatedProcess... processes) throws Exception {
+  static void script(String node, int gpu, GpuProcess... processes) throws Exception {
     await(service.scriptGpu(node, gpu, List.of(processes)));
   }
 
@@ -125,9 +125,9 @@ class GpuTelemetryTest {
     script(
         "t-use",
         a.gpu().index(),
-        new SimulatedProcess(101, a.uid(), 6000, OptionalInt.of(15)),
-        new SimulatedProcess(102, a.uid(), 4000, OptionalInt.of(5)),
-        new SimulatedProcess(900, "someone-else", 1000, OptionalInt.of(30)));
+        new GpuProcess(101, a.uid(), 6000, OptionalInt.of(15)),
+        new GpuProcess(102, a.uid(), 4000, OptionalInt.of(5)),
+        new GpuProcess(900, "someone-else", 1000, OptionalInt.of(30)));
     PodView used =
         awaitPod("use-a", "usage sampled", p -> p.usage() != null && p.usage().processes() == 2);
     assertEquals(10000, used.usage().memoryUsedMiB());
@@ -146,12 +146,12 @@ class GpuTelemetryTest {
   void memoryOverTheLimitRevokesTheShareWithAWarningEvent() throws Exception {
     await(service.putNode(GpuShareServiceTest.node("t-mem", 1, null)));
     PodView m = running("t-mem", "mem-a", 50);
-    script("t-mem", 0, new SimulatedProcess(201, m.uid(), 40779, OptionalInt.of(40)));
+    script("t-mem", 0, new GpuProcess(201, m.uid(), 40779, OptionalInt.of(40)));
     awaitPod(
         "mem-a",
         "usage at the limit sampled",
         p -> p.usage() != null && p.usage().memoryUsedMiB() == 40779);
-    script("t-mem", 0, new SimulatedProcess(201, m.uid(), 40780, OptionalInt.of(40)));
+    script("t-mem", 0, new GpuProcess(201, m.uid(), 40780, OptionalInt.of(40)));
     // The decision is durable first; the pod's record gets its Event right after (off the path).
     PodView revoked =
         awaitPod(
@@ -179,10 +179,7 @@ class GpuTelemetryTest {
     await(service.putNode(GpuShareServiceTest.node("t-idle", 2, null)));
     PodView lazy = running("t-idle", "idle-lazy", 50);
     PodView busy = running("t-idle", "idle-busy", 50);
-    script(
-        "t-idle",
-        busy.gpu().index(),
-        new SimulatedProcess(301, busy.uid(), 100, OptionalInt.of(25)));
+    script("t-idle", busy.gpu().index(), new GpuProcess(301, busy.uid(), 100, OptionalInt.of(25)));
     awaitPod("idle-busy", "working", p -> p.usage() != null && p.usage().processes() == 1);
 
     await(service.advance(Duration.ofMinutes(10)));
@@ -215,10 +212,7 @@ class GpuTelemetryTest {
     await(service.advance(Duration.ofMinutes(1)));
     awaitPod("idle-busy", "asked after 10 idle minutes", p -> hasEvent(p, PodNotes.IDLE));
     // It works again within the grace: not released, and a later idle stretch counts anew.
-    script(
-        "t-idle",
-        busy.gpu().index(),
-        new SimulatedProcess(302, busy.uid(), 100, OptionalInt.of(10)));
+    script("t-idle", busy.gpu().index(), new GpuProcess(302, busy.uid(), 100, OptionalInt.of(10)));
     awaitPod("idle-busy", "working again", p -> p.usage() != null && p.usage().processes() == 1);
     await(service.advance(Duration.ofSeconds(120)));
     script("t-idle", busy.gpu().index());
@@ -244,9 +238,7 @@ class GpuTelemetryTest {
             () ->
                 await(
                     service.scriptGpu(
-                        "t-bad",
-                        0,
-                        List.of(new SimulatedProcess(0, " ", -1, OptionalInt.of(101))))));
+                        "t-bad", 0, List.of(new GpuProcess(0, " ", -1, OptionalInt.of(101))))));
     ServiceException invalid = (ServiceException) bad.getCause();
     assertEquals(ServiceException.Kind.INVALID, invalid.kind());
     assertEquals(

@@ -20,8 +20,8 @@ import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
+import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.GpuDevice;
-import dev.gpushare.gpu.SimulatedGpuBackend;
 import dev.gpushare.node.NodeActor.Bind;
 import dev.gpushare.node.NodeActor.BindReply;
 import dev.gpushare.node.NodeActor.Command;
@@ -42,7 +42,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.IntStream;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit;
 import org.apache.pekko.persistence.testkit.javadsl.EventSourcedBehaviorTestKit.CommandResultWithReply;
@@ -561,9 +560,7 @@ class NodeActorTest {
   }
 
   static List<GpuDevice> gpus(int count) {
-    return IntStream.range(0, count)
-        .mapToObj(i -> new GpuDevice(i, SimulatedGpuBackend.uuidOf(NODE, i), "NVIDIA H20", 97_871))
-        .toList();
+    return GpuBackends.fromCapacity(NODE, count, "NVIDIA H20", 97_871);
   }
 
   static PodKey key(String name) {

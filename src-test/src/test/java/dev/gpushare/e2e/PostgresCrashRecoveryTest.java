@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.gpushare.persistence.PostgresServer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -51,13 +52,13 @@ class PostgresCrashRecoveryTest {
   }
 
   private static Map<String, String> env() {
-    return Map.of(PostgresServer.PASSWORD_ENV, PostgresServer.PASSWORD);
+    return Map.of(PostgresJournalConfig.PASSWORD_ENV, PostgresServer.PASSWORD);
   }
 
   @Test
   void statesDevicesAndQueueSurviveSigkill() {
     String url = postgres.createDatabase("crash");
-    Path config = PostgresServer.configFile(dir.resolve("crash"), url);
+    Path config = PostgresJournalConfig.file(dir.resolve("crash"), url);
     CommandProcess.Result init =
         CommandProcess.run(env(), "init-schema", "--config", config.toString());
     assertEquals(0, init.status(), init::toString);
@@ -125,7 +126,7 @@ class PostgresCrashRecoveryTest {
   @Test
   void aServerOnADatabaseWithoutTheSchemaRefusesToStartAndNamesInitSchema() {
     String url = postgres.createDatabase("noschema");
-    Path config = PostgresServer.configFile(dir.resolve("noschema"), url);
+    Path config = PostgresJournalConfig.file(dir.resolve("noschema"), url);
     IllegalStateException refused =
         assertThrows(
             IllegalStateException.class,

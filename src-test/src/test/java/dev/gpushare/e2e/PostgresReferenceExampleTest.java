@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.persistence.PostgresServer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -34,7 +35,7 @@ class PostgresReferenceExampleTest extends ReferenceExampleTest {
   void startServer(@TempDir Path dir) {
     postgres = PostgresServer.start(dir.resolve("pgdata"));
     url = postgres.createDatabase("gpushare");
-    config = PostgresServer.configFile(dir, url);
+    config = PostgresJournalConfig.file(dir, url);
     CommandProcess.Result init =
         CommandProcess.run(env(), "init-schema", "--config", config.toString());
     assertEquals(0, init.status(), init::toString);
@@ -64,7 +65,7 @@ class PostgresReferenceExampleTest extends ReferenceExampleTest {
   }
 
   private static Map<String, String> env() {
-    return Map.of(PostgresServer.PASSWORD_ENV, PostgresServer.PASSWORD);
+    return Map.of(PostgresJournalConfig.PASSWORD_ENV, PostgresServer.PASSWORD);
   }
 
   @Test

@@ -7,6 +7,8 @@ import dev.gpushare.http.server.Json;
 import dev.gpushare.http.server.WatchLimits;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareService.ChangeListener;
+import dev.gpushare.node.api.GpuShareReader;
+import dev.gpushare.node.api.GpuShareReader.ChangeListener;
 import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -32,7 +34,7 @@ import org.apache.pekko.util.ByteString;
  *       its static assets, plain files from the class path folder {@code dashboard/} (no build
  *       step, nothing loaded from elsewhere). An unknown asset is the usual {@code 404} problem.
  *   <li>{@code GET /v1/watch}: Server-Sent Events, one {@code change} event whenever a node or a
- *       pod changes ({@link GpuShareService#subscribe}): {@code {"kind":"node","node":"…"}} or
+ *       pod changes ({@link GpuShareReader#subscribe}): {@code {"kind":"node","node":"…"}} or
  *       {@code {"kind":"pod","namespace":"…","name":"…", "deleted":false}}. The events say only
  *       <em>what</em> changed: a client reads the views it shows again. A client slower than the
  *       changes gets each changed object once (repeats are merged while it is behind): nothing is
@@ -72,22 +74,22 @@ public final class DashboardRoutes extends ApiDirectives {
     }
   }
 
-  private final GpuShareService service;
+  private final GpuShareReader service;
   private final Duration heartbeat;
   private final WatchLimits watches;
 
   /** With the default {@link HttpLimits}. */
-  public DashboardRoutes(GpuShareService service) {
+  public DashboardRoutes(GpuShareReader service) {
     this(service, HEARTBEAT, WatchLimits.of(HttpLimits.DEFAULT));
   }
 
   /** With another heartbeat period (tests). */
-  DashboardRoutes(GpuShareService service, Duration heartbeat) {
+  DashboardRoutes(GpuShareReader service, Duration heartbeat) {
     this(service, heartbeat, WatchLimits.of(HttpLimits.DEFAULT));
   }
 
   /** {@code /v1/watch} streams count against {@code watches}. */
-  DashboardRoutes(GpuShareService service, Duration heartbeat, WatchLimits watches) {
+  DashboardRoutes(GpuShareReader service, Duration heartbeat, WatchLimits watches) {
     this.service = service;
     this.heartbeat = heartbeat;
     this.watches = watches;

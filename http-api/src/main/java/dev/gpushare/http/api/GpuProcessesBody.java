@@ -2,7 +2,7 @@ package dev.gpushare.http.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
-import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import java.util.ArrayList;
@@ -38,7 +38,7 @@ final class GpuProcessesBody {
   private GpuProcessesBody() {}
 
   /** The processes of a parsed body; a {@code 400} {@link ServiceException} naming bad fields. */
-  static List<SimulatedProcess> read(JsonNode body) {
+  static List<GpuProcess> read(JsonNode body) {
     List<FieldError> errors = new ArrayList<>();
     if (body == null || !body.isObject()) {
       add(errors, "body", body, "must be a JSON object " + EXPECTED);
@@ -51,7 +51,7 @@ final class GpuProcessesBody {
       }
     }
     JsonNode list = body.get("processes");
-    List<SimulatedProcess> processes = new ArrayList<>();
+    List<GpuProcess> processes = new ArrayList<>();
     if (list == null || list.isNull()) {
       add(
           errors,
@@ -62,7 +62,7 @@ final class GpuProcessesBody {
       add(errors, "processes", list, "must be a list of processes: " + EXPECTED);
     } else {
       for (int i = 0; i < list.size(); i++) {
-        SimulatedProcess p = process(list.get(i), "processes[" + i + "]", errors);
+        GpuProcess p = process(list.get(i), "processes[" + i + "]", errors);
         if (p != null) {
           processes.add(p);
         }
@@ -74,7 +74,7 @@ final class GpuProcessesBody {
     return Collections.unmodifiableList(processes);
   }
 
-  private static SimulatedProcess process(JsonNode p, String at, List<FieldError> errors) {
+  private static GpuProcess process(JsonNode p, String at, List<FieldError> errors) {
     if (!p.isObject()) {
       add(
           errors,
@@ -124,7 +124,7 @@ final class GpuProcessesBody {
     if (errors.size() > before) {
       return null;
     }
-    return new SimulatedProcess(pid, podUid, memory, sm);
+    return new GpuProcess(pid, podUid, memory, sm);
   }
 
   private static Long integer(

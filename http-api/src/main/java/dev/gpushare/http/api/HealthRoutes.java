@@ -3,6 +3,7 @@ package dev.gpushare.http.api;
 import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import java.util.Map;
@@ -15,12 +16,12 @@ import org.apache.pekko.http.javadsl.server.Route;
  * {@code GET /healthz}: {@code 200} while the process lives. {@code GET /readyz}: {@code 200} once
  * the service is ready (journal recovered, every node's arbiter reconciled with its bound pods) and
  * while its journal can write, else a {@code 503} problem whose detail says why ({@link
- * GpuShareService#notReady()}).
+ * GpuShareReader#notReady()}).
  */
 public final class HealthRoutes extends ApiDirectives {
-  private final GpuShareService service;
+  private final GpuShareReader service;
 
-  public HealthRoutes(GpuShareService service) {
+  public HealthRoutes(GpuShareReader service) {
     this.service = service;
   }
 

@@ -2,7 +2,7 @@ package dev.gpushare.http.api;
 
 import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.node.api.GpuShareMetrics;
-import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.GpuShareReader;
 import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import java.io.ByteArrayOutputStream;
@@ -17,7 +17,7 @@ import org.apache.pekko.http.javadsl.server.Route;
 /**
  * {@code GET /metrics}: the runtime's metrics in the Prometheus text format 0.0.4, written by the
  * Prometheus Java client ({@link PrometheusTextFormatWriter}). Each scrape asks the service for
- * {@link GpuShareService#scrapeMetrics()}: the state gauges computed from its node and pod views as
+ * {@link GpuShareReader#scrapeMetrics()}: the state gauges computed from its node and pod views as
  * they are now, and the counters and histograms of its own registry ({@link GpuShareMetrics}). The
  * names, labels and meaning of every metric are in the README ("Metrics").
  */
@@ -29,9 +29,9 @@ public final class MetricsRoutes extends ApiDirectives {
   private static final PrometheusTextFormatWriter WRITER =
       PrometheusTextFormatWriter.builder().setIncludeCreatedTimestamps(false).build();
 
-  private final GpuShareService service;
+  private final GpuShareReader service;
 
-  public MetricsRoutes(GpuShareService service) {
+  public MetricsRoutes(GpuShareReader service) {
     this.service = service;
   }
 

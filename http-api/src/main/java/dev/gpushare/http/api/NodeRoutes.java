@@ -3,9 +3,9 @@ package dev.gpushare.http.api;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.NodeManifest;
-import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
 import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.ManifestReader;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;
@@ -117,7 +117,7 @@ public final class NodeRoutes extends ApiDirectives {
     JsonNode root =
         ManifestReader.parse(
             body.getData().toArray(), ManifestReader.Format.JSON, GpuProcessesBody.EXPECTED);
-    List<SimulatedProcess> processes = GpuProcessesBody.read(root);
+    List<GpuProcess> processes = GpuProcessesBody.read(root);
     return answerOk(() -> service.scriptGpu(name, index, processes));
   }
 

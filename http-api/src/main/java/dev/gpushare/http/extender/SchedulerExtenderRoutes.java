@@ -15,6 +15,7 @@ import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.server.ProblemException;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
@@ -91,15 +92,15 @@ public final class SchedulerExtenderRoutes extends ApiDirectives {
   private static final List<String> MEDIA_TYPES = List.of("application/json");
   private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
 
-  private final GpuShareService service;
+  private final GpuShareReader service;
   private final ExtenderScores.Policy defaultPolicy;
 
   /** The extender with FGD scoring unless a request asks otherwise. */
-  public SchedulerExtenderRoutes(GpuShareService service) {
+  public SchedulerExtenderRoutes(GpuShareReader service) {
     this(service, ExtenderScores.Policy.FGD);
   }
 
-  public SchedulerExtenderRoutes(GpuShareService service, ExtenderScores.Policy defaultPolicy) {
+  public SchedulerExtenderRoutes(GpuShareReader service, ExtenderScores.Policy defaultPolicy) {
     this.service = service;
     this.defaultPolicy = defaultPolicy;
   }

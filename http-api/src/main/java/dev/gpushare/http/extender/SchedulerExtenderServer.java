@@ -3,6 +3,7 @@ package dev.gpushare.http.extender;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.tls.ServerTls;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.GpuShareReader;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -28,13 +29,13 @@ import org.apache.pekko.http.javadsl.server.Route;
 public final class SchedulerExtenderServer extends AllDirectives {
   private final Route route;
 
-  public SchedulerExtenderServer(GpuShareService service) {
+  public SchedulerExtenderServer(GpuShareReader service) {
     this.route = new SchedulerExtenderRoutes(service).route();
   }
 
   /** Binds the extender on {@code host:port} ({@code 0}: a free port) over mutual TLS. */
   public static CompletionStage<ServerBinding> bind(
-      ActorSystem<?> system, GpuShareService service, String host, int port, ServerTls tls) {
+      ActorSystem<?> system, GpuShareReader service, String host, int port, ServerTls tls) {
     return Http.get(system)
         .newServerAt(host, port)
         .enableHttps(tls.serverContext())

@@ -13,7 +13,7 @@ import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;
-import dev.gpushare.node.RuntimeSettings.SimulatedNode;
+import dev.gpushare.node.RuntimeSettings.ConfiguredNode;
 import dev.gpushare.node.kube.KubeSyncSettings;
 import dev.gpushare.node.kube.NodeStatusMode;
 import dev.gpushare.persistence.JournalSettings;
@@ -210,7 +210,7 @@ public record EmbeddedConfig(
             + " (which fitting GPU of a node a grant or pin takes; best-fit is SPEC §5's rule)",
         GpuChoice::byKey);
     ReservedPerGpu reserved = reserved(section, errors);
-    List<SimulatedNode> nodes = nodes(section, errors);
+    List<ConfiguredNode> nodes = nodes(section, errors);
     KubernetesWrites kubernetes = kubernetes(config, section, errors);
     JournalSettings journal = JournalConfig.read(section, errors, environment);
     GpuSettings gpu = GpuConfig.read(section, errors, environment);
@@ -352,14 +352,14 @@ public record EmbeddedConfig(
     return new ReservedPerGpu(cpu, memory);
   }
 
-  private static List<SimulatedNode> nodes(ConfigObject section, ConfigErrors errors) {
+  private static List<ConfiguredNode> nodes(ConfigObject section, ConfigErrors errors) {
     ConfigValue list = section.get("nodes");
     if (list == null || list.valueType() != ConfigValueType.LIST) {
       errors.add(
           "gpushare.nodes", list, "expected a list of node objects (it may be empty: nodes = [])");
       return List.of();
     }
-    List<SimulatedNode> nodes = new ArrayList<>();
+    List<ConfiguredNode> nodes = new ArrayList<>();
     Set<String> names = new HashSet<>();
     List<?> items = (List<?>) list;
     for (int i = 0; i < items.size(); i++) {
@@ -370,7 +370,7 @@ public record EmbeddedConfig(
             at, item, "expected a node object with keys " + String.join(", ", sorted(NODE_KEYS)));
         continue;
       }
-      SimulatedNode node = node((ConfigObject) item, at, errors);
+      ConfiguredNode node = node((ConfigObject) item, at, errors);
       if (node != null && node.manifest().name() != null && !names.add(node.manifest().name())) {
         errors.add(
             at + ".name",
@@ -384,7 +384,7 @@ public record EmbeddedConfig(
     return Collections.unmodifiableList(nodes);
   }
 
-  private static SimulatedNode node(ConfigObject node, String at, ConfigErrors errors) {
+  private static ConfiguredNode node(ConfigObject node, String at, ConfigErrors errors) {
     errors.unknownKeys(node, at, NODE_KEYS);
     String name =
         errors.scalar(
@@ -424,7 +424,7 @@ public record EmbeddedConfig(
     if (name == null || capacity == null || model == null || memory == null) {
       return null;
     }
-    return new SimulatedNode(
+    return new ConfiguredNode(
         new NodeManifest(
             name, labels, annotations, capacity, allocatable == null ? Map.of() : allocatable),
         model,

@@ -7,8 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.http.server.Json;
+import dev.gpushare.node.api.GpuShareReader.ChangeListener;
 import dev.gpushare.node.api.GpuShareService;
-import dev.gpushare.node.api.GpuShareService.ChangeListener;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;

@@ -8,12 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.ManualClock;
-import dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess;
 import dev.gpushare.http.server.Json;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.UsageView;
 import dev.gpushare.node.api.Views.WorkloadView;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -298,9 +299,9 @@ class HttpApiTest {
     assertEquals("node-1", json(r).get("name").asText());
     assertEquals(
         List.of(
-            new SimulatedProcess(4242, "uid-a", 1024, OptionalInt.of(30)),
-            new SimulatedProcess(4243, "uid-b", 0, OptionalInt.empty()),
-            new SimulatedProcess(4244, "uid-c", 10, OptionalInt.empty())),
+            new GpuProcess(4242, "uid-a", 1024, OptionalInt.of(30)),
+            new GpuProcess(4243, "uid-b", 0, OptionalInt.empty()),
+            new GpuProcess(4244, "uid-c", 10, OptionalInt.empty())),
         SERVICE.lastScript);
     assertTrue(SERVICE.calls.get(0).startsWith("scriptGpu node-1 1 "), SERVICE.calls.toString());
   }

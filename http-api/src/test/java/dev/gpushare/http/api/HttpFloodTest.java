@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.http.auth.AdminToken;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.http.server.Json;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;

@@ -10,6 +10,7 @@ import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.UsageView;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;

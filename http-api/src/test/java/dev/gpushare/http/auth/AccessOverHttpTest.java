@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.gpushare.http.api.FakeGpuShareServiceAccess;
 import dev.gpushare.http.api.HttpApi;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
@@ -47,7 +48,7 @@ class AccessOverHttpTest {
   static KubernetesClient kube;
   static ActorTestKit kit;
   static ServerBinding binding;
-  static FakeGpuShareServiceAccess.Service service;
+  static FakeGpuShareService service;
   static HttpClient http = HttpClient.newHttpClient();
   static URI base;
 
@@ -137,14 +138,14 @@ class AccessOverHttpTest {
     server.init();
     kube = server.createClient();
     kit = ActorTestKit.create("AccessOverHttpTest");
-    service = FakeGpuShareServiceAccess.create();
+    service = new FakeGpuShareService();
     Access access =
         new AnyOf(
             AdminToken.of(LOCAL_ADMIN),
             new KubernetesAccess(
                 kube, Executors.newFixedThreadPool(2), Clock.systemUTC(), Duration.ofSeconds(10)));
     binding =
-        new HttpApi(service.service(), FakeGpuShareServiceAccess.journal(), i -> {}, access)
+        new HttpApi(service, FakeGpuShareServiceAccess.journal(), i -> {}, access)
             .bind(kit.system(), "127.0.0.1", 0)
             .toCompletableFuture()
             .get();
@@ -191,7 +192,7 @@ class AccessOverHttpTest {
     assertTrue(
         r.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Bearer"), r.toString());
     assertTrue(detail(r).startsWith("no bearer token"), r.body());
-    assertEquals(List.of(), service.calls(), "nothing ran");
+    assertEquals(List.of(), service.calls, "nothing ran");
     assertEquals(List.of(), REVIEWS.tokenReviews, "no review for no token");
   }
 
@@ -205,7 +206,7 @@ class AccessOverHttpTest {
     assertEquals(401, expired.statusCode(), expired.body());
     assertTrue(detail(expired).contains("token has expired"), expired.body());
     assertTrue(!expired.body().contains("expired-token"), "the token is never echoed");
-    assertEquals(List.of(), service.calls(), "nothing ran");
+    assertEquals(List.of(), service.calls, "nothing ran");
   }
 
   @Test
@@ -225,7 +226,7 @@ class AccessOverHttpTest {
     HttpResponse<String> nodes = send("PUT", "/v1/nodes/n1", "pod-a-token");
     assertEquals(403, nodes.statusCode(), nodes.body());
     assertEquals(
-        List.of("demand team/a", "pod team/a"), service.calls(), "only its own pod's calls ran");
+        List.of("demand team/a", "pod team/a"), service.calls, "only its own pod's calls ran");
     assertEquals(1, REVIEWS.tokenReviews.size(), "one TokenReview, then the cache");
   }
 
@@ -242,13 +243,13 @@ class AccessOverHttpTest {
     assertEquals("gpus", asked.path("resourceAttributes").path("subresource").asText());
     assertEquals("update", asked.path("resourceAttributes").path("verb").asText());
     assertEquals("n1", asked.path("resourceAttributes").path("name").asText());
-    assertEquals(List.of("nodes"), service.calls(), "the refused PUT did not run");
+    assertEquals(List.of("nodes"), service.calls, "the refused PUT did not run");
 
     service.reset();
     service.addPod("team", "b", "n1");
     assertEquals(
         200, send("POST", "/v1/namespaces/team/pods/b/demand", "alice-token").statusCode());
-    assertEquals(List.of("demand team/b"), service.calls());
+    assertEquals(List.of("demand team/b"), service.calls);
   }
 
   @Test

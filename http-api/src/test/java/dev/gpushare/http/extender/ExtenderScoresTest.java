@@ -1,10 +1,10 @@
 package dev.gpushare.http.extender;
 
-import static dev.gpushare.http.extender.StubService.gpu;
-import static dev.gpushare.http.extender.StubService.node;
-import static dev.gpushare.http.extender.StubService.pod;
-import static dev.gpushare.http.extender.StubService.running;
-import static dev.gpushare.http.extender.StubService.unhealthy;
+import static dev.gpushare.http.extender.ExtenderViews.gpu;
+import static dev.gpushare.http.extender.ExtenderViews.node;
+import static dev.gpushare.http.extender.ExtenderViews.pod;
+import static dev.gpushare.http.extender.ExtenderViews.running;
+import static dev.gpushare.http.extender.ExtenderViews.unhealthy;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,7 +1,7 @@
 package dev.gpushare.http.extender;
 
-import static dev.gpushare.http.extender.StubService.gpu;
-import static dev.gpushare.http.extender.StubService.node;
+import static dev.gpushare.http.extender.ExtenderViews.gpu;
+import static dev.gpushare.http.extender.ExtenderViews.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -15,6 +15,7 @@ import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.http.auth.Access;
 import dev.gpushare.http.auth.Scope;
 import dev.gpushare.http.server.Json;
+import dev.gpushare.node.fake.FakeGpuShareService;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -41,7 +42,7 @@ import org.junit.jupiter.api.Test;
  * writes it, the filter's reasons, the scores, the error answers and the access scope.
  */
 class SchedulerExtenderHttpTest {
-  static final StubService SERVICE = new StubService();
+  static final FakeGpuShareService SERVICE = new FakeGpuShareService();
   static final List<Scope> ASKED = new CopyOnWriteArrayList<>();
   static volatile boolean allow = true;
   static ActorTestKit kit;
@@ -79,11 +80,11 @@ class SchedulerExtenderHttpTest {
     SERVICE.reset();
     ASKED.clear();
     allow = true;
-    SERVICE.nodes.add(node("gpu-a", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0)));
-    SERVICE.nodes.add(node("gpu-b", SharePolicy.SHARE_POOL, gpu(0, 30, 30), gpu(1, 30, 30)));
-    SERVICE.nodes.add(node("gpu-full", SharePolicy.SHARE_POOL, gpu(0, 100, 60), gpu(1, 60, 60)));
-    SERVICE.nodes.add(node("gpu-static", SharePolicy.STATIC, gpu(0, 0, 0)));
-    SERVICE.nodes.add(
+    SERVICE.setNode(node("gpu-a", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0)));
+    SERVICE.setNode(node("gpu-b", SharePolicy.SHARE_POOL, gpu(0, 30, 30), gpu(1, 30, 30)));
+    SERVICE.setNode(node("gpu-full", SharePolicy.SHARE_POOL, gpu(0, 100, 60), gpu(1, 60, 60)));
+    SERVICE.setNode(node("gpu-static", SharePolicy.STATIC, gpu(0, 0, 0)));
+    SERVICE.setNode(
         node(
             "gpu-blocked",
             "share-pool",
@@ -344,7 +345,7 @@ class SchedulerExtenderHttpTest {
         List.of("gpu-a", "gpu-b", "gpu-full", "gpu-static", "gpu-blocked", "cpu-1"),
         hosts(list),
         "every candidate, in the order sent");
-    assertTrue(SERVICE.calls.containsAll(List.of("nodes", "pods")), SERVICE.calls.toString());
+    assertTrue(SERVICE.calls.containsAll(List.of("nodes", "pods *")), SERVICE.calls.toString());
   }
 
   @Test

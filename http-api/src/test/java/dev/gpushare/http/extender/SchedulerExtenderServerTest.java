@@ -1,7 +1,7 @@
 package dev.gpushare.http.extender;
 
-import static dev.gpushare.http.extender.StubService.gpu;
-import static dev.gpushare.http.extender.StubService.node;
+import static dev.gpushare.http.extender.ExtenderViews.gpu;
+import static dev.gpushare.http.extender.ExtenderViews.node;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -11,6 +11,7 @@ import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.http.launch.LaunchException;
 import dev.gpushare.http.server.Json;
 import dev.gpushare.http.tls.ServerTls;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.net.URI;
@@ -45,7 +46,7 @@ import org.junit.jupiter.api.Test;
  * two extender paths is served.
  */
 class SchedulerExtenderServerTest {
-  static final StubService SERVICE = new StubService();
+  static final FakeGpuShareReader SERVICE = new FakeGpuShareReader();
   static ActorTestKit kit;
   static ServerBinding binding;
 
@@ -65,8 +66,8 @@ class SchedulerExtenderServerTest {
   @BeforeAll
   static void start() throws Exception {
     kit = ActorTestKit.create("SchedulerExtenderServerTest");
-    SERVICE.nodes.add(node("gpu-a", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0)));
-    SERVICE.nodes.add(node("gpu-static", SharePolicy.STATIC, gpu(0, 0, 0)));
+    SERVICE.setNode(node("gpu-a", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0)));
+    SERVICE.setNode(node("gpu-static", SharePolicy.STATIC, gpu(0, 0, 0)));
     ServerTls tls =
         ServerTls.mutual(
             "scheduler extender",

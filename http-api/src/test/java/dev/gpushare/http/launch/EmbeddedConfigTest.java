@@ -8,7 +8,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
-import dev.gpushare.node.RuntimeSettings.SimulatedNode;
+import dev.gpushare.node.RuntimeSettings.ConfiguredNode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -46,7 +46,7 @@ class EmbeddedConfigTest {
     assertEquals(new ReservedPerGpu("2", "10Gi"), config.settings().reservedPerGpu());
     assertEquals(
         java.util.List.of(
-            new SimulatedNode(
+            new ConfiguredNode(
                 new NodeManifest(
                     "node-1",
                     Map.of(
@@ -90,13 +90,13 @@ class EmbeddedConfigTest {
     assertEquals(Duration.ofSeconds(3), config.settings().askTimeout());
     assertEquals(new ReservedPerGpu("1", "5Gi"), config.settings().reservedPerGpu());
     assertEquals(2, config.settings().nodes().size());
-    SimulatedNode a = config.settings().nodes().get(0);
+    ConfiguredNode a = config.settings().nodes().get(0);
     assertEquals("a", a.manifest().name());
     assertEquals(Map.of("cpu", "16", "nvidia.com/gpu", "2"), a.manifest().capacity());
     assertEquals(Map.of(), a.manifest().allocatable());
     assertEquals("NVIDIA A100", a.gpuModel());
     assertEquals(40960, a.gpuMemoryMiB());
-    SimulatedNode b = config.settings().nodes().get(1);
+    ConfiguredNode b = config.settings().nodes().get(1);
     assertEquals("NVIDIA H800", b.gpuModel());
     assertEquals(81559, b.gpuMemoryMiB());
   }

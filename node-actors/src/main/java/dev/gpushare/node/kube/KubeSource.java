@@ -4,7 +4,7 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
-import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.GpuShareWriter;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -35,8 +35,8 @@ import org.slf4j.LoggerFactory;
  * API makes.
  *
  * <p>Every informer event goes through one sequential chain, so the arbiter sees a node before its
- * pods and each pod's changes in order. Calls are idempotent ({@link GpuShareService#putNode} of an
- * unchanged node and {@link GpuShareService#ensurePod} of a known uid change nothing), so a resync
+ * pods and each pod's changes in order. Calls are idempotent ({@link GpuShareWriter#putNode} of an
+ * unchanged node and {@link GpuShareWriter#ensurePod} of a known uid change nothing), so a resync
  * or a relist after a watch error neither loses nor duplicates a decision; deletions missed while
  * the watch was down arrive as deletes after the relist. A pod seen before its node is parked and
  * replayed once the node is registered.
@@ -51,7 +51,7 @@ public final class KubeSource implements AutoCloseable {
   static final Duration RESYNC = Duration.ofMinutes(5);
 
   private final KubernetesClient client;
-  private final GpuShareService service;
+  private final GpuShareWriter service;
   private final Optional<String> nodeName;
   private final Set<String> managed = ConcurrentHashMap.newKeySet();
   // The manifest last registered per node: kubelet heartbeats change nothing the arbiter reads.
@@ -82,13 +82,13 @@ public final class KubeSource implements AutoCloseable {
         };
   }
 
-  public KubeSource(KubernetesClient client, GpuShareService service, Optional<String> nodeName) {
+  public KubeSource(KubernetesClient client, GpuShareWriter service, Optional<String> nodeName) {
     this(client, service, nodeName, Tampering.NONE);
   }
 
   public KubeSource(
       KubernetesClient client,
-      GpuShareService service,
+      GpuShareWriter service,
       Optional<String> nodeName,
       Tampering tampering) {
     this.client = client;

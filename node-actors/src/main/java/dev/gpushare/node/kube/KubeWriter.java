@@ -1,8 +1,8 @@
 package dev.gpushare.node.kube;
 
 import dev.gpushare.node.api.GpuShareMetrics;
-import dev.gpushare.node.api.GpuShareService;
-import dev.gpushare.node.api.GpuShareService.ChangeListener;
+import dev.gpushare.node.api.GpuShareReader;
+import dev.gpushare.node.api.GpuShareReader.ChangeListener;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.NodeView;
@@ -49,7 +49,7 @@ import org.slf4j.LoggerFactory;
 /**
  * The only writer to the API server (ARCHITECTURE.md §2 {@code KubeSync}, §4 "Kubernetes writes"):
  * keeps nodes and pods in Kubernetes in line with what the arbiter decided, as {@link
- * GpuShareService} shows it.
+ * GpuShareReader} shows it.
  *
  * <p><b>What it writes.</b> Nodes: the status parts of {@link NodeWrites} — the percentage
  * resources ({@code 100 × healthy GPUs}, removed when the policy is {@code none}) and the
@@ -108,7 +108,7 @@ public final class KubeWriter implements AutoCloseable {
   record Everything() implements Target {}
 
   private final KubernetesClient client;
-  private final GpuShareService service;
+  private final GpuShareReader service;
   private final KubeSyncSettings settings;
   private final TokenBucket bucket;
   private final Backoff backoff;
@@ -128,7 +128,7 @@ public final class KubeWriter implements AutoCloseable {
   private final Map<Target, Integer> attempts = new ConcurrentHashMap<>();
   private final Map<Target, Set<String>> eventsWritten = new ConcurrentHashMap<>();
 
-  public KubeWriter(KubernetesClient client, GpuShareService service, KubeSyncSettings settings) {
+  public KubeWriter(KubernetesClient client, GpuShareReader service, KubeSyncSettings settings) {
     this(
         client,
         service,
@@ -143,7 +143,7 @@ public final class KubeWriter implements AutoCloseable {
    */
   KubeWriter(
       KubernetesClient client,
-      GpuShareService service,
+      GpuShareReader service,
       KubeSyncSettings settings,
       LongSupplier nanoTime,
       DoubleSupplier jitter) {

@@ -1,5 +1,6 @@
 package dev.gpushare.node.kube;
 
+import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.NodeCondition;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeSharing;
@@ -15,6 +16,7 @@ import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodConditionView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.ShareView;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -30,6 +32,17 @@ final class Fixtures {
   private Fixtures() {}
 
   static final Instant T0 = Instant.parse("2026-01-01T00:00:00Z");
+
+  /**
+   * The in-memory service the writer reads, its clock at {@link #T0}: views are whatever the test
+   * sets, and changes are announced only when the test says so.
+   */
+  static FakeGpuShareReader service() {
+    FakeGpuShareReader service = new FakeGpuShareReader();
+    service.manualClock = new ManualClock(T0);
+    return service;
+  }
+
   static final String KUBELET_TIME = "2025-12-31T23:00:00Z";
 
   static final Map<String, String> OWN_CAPACITY =

@@ -15,6 +15,7 @@ import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodConditionView;
 import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.events.v1.Event;
@@ -38,7 +39,7 @@ class KubeWriterBurstTest {
   static final int DECISIONS = 1000;
 
   MockApi api = new MockApi();
-  FakeService service = new FakeService();
+  FakeGpuShareReader service = Fixtures.service();
   KubeWriter writer;
 
   @AfterEach

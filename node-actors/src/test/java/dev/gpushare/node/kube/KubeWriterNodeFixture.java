@@ -3,6 +3,7 @@ package dev.gpushare.node.kube;
 import static dev.gpushare.node.kube.Fixtures.T0;
 
 import dev.gpushare.arbiter.SharePolicy;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -17,13 +18,13 @@ abstract class KubeWriterNodeFixture {
   static final String NODE = "gpu-hpn-1";
 
   MockApi api;
-  FakeService service;
+  FakeGpuShareReader service;
   KubeWriter writer;
 
   @BeforeEach
   void setUp() {
     api = new MockApi();
-    service = new FakeService();
+    service = Fixtures.service();
     api.other.nodes().resource(Fixtures.kubeletNode(NODE)).create();
     service.setNode(Fixtures.nodeView(NODE, SharePolicy.SHARE_POOL, 16, T0));
     api.clearRequests();

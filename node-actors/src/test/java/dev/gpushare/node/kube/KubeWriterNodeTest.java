@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.NodeCondition;
 import java.time.Duration;
@@ -27,13 +28,13 @@ class KubeWriterNodeTest {
   static final String MEMORY = ShareRequestRules.MEMORY;
 
   MockApi api;
-  FakeService service;
+  FakeGpuShareReader service;
   KubeWriter writer;
 
   @BeforeEach
   void setUp() {
     api = new MockApi();
-    service = new FakeService();
+    service = Fixtures.service();
     api.other.nodes().resource(Fixtures.kubeletNode(NODE)).create();
     api.clearRequests();
   }

@@ -6,8 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.node.fake.FakeGpuShareReader;
 import io.fabric8.kubernetes.api.model.Pod;
 import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.events.v1.Event;
@@ -28,13 +30,13 @@ class KubeWriterPodTest {
   // the API server gives pods their uids
   String victimUid;
   String preemptorUid;
-  FakeService service;
+  FakeGpuShareReader service;
   KubeWriter writer;
 
   @BeforeEach
   void setUp() {
     api = new MockApi();
-    service = new FakeService();
+    service = Fixtures.service();
     victimUid =
         api.other
             .pods()
@@ -258,7 +260,7 @@ class KubeWriterPodTest {
 
   @Test
   void eventsOlderThanTheApiServerKeepsThemAreNotWritten() throws Exception {
-    service.now = T0.plus(Duration.ofHours(2));
+    service.manualClock = new ManualClock(T0.plus(Duration.ofHours(2)));
     service.setPod(
         Fixtures.podView(
             NS,

@@ -1,4 +1,4 @@
-package dev.gpushare.http.api;
+package dev.gpushare.node.fake;
 
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.ManualClock;
@@ -6,7 +6,7 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.QosConfig;
-import dev.gpushare.node.api.GpuShareMetrics;
+import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
@@ -19,53 +19,52 @@ import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
 import dev.gpushare.node.api.Views.ShareView;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.function.Supplier;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.stream.javadsl.Source;
 
 /**
- * An in-memory stand-in for the arbiter, only to test the HTTP mapping: it keeps nodes and pods in
- * maps, decides nothing, and records what it was asked. {@link #failWith} makes every stage fail.
+ * The {@link FakeGpuShareReader} with the writer and data-plane parts, for the tests of the edges
+ * that take the whole service (the HTTP API): writes change the views in memory without deciding
+ * anything (a created pod is Hibernation, {@code demand} makes it Ready, {@code release}
+ * Hibernation), and what they were given is kept for the test ({@link #createdPods}, {@link
+ * #lastScript}, {@link #lastLabelPatch}, {@link #lastGrantTimeout}). Every call is recorded in
+ * {@link #calls} ({@code "createPod default/a"}, {@code "demand default/a"}, …).
  */
-final class FakeGpuShareService implements GpuShareService {
-  volatile boolean ready = true;
-  volatile Throwable failWith;
-  volatile ManualClock manualClock;
-  final Map<String, NodeView> nodes = new TreeMap<>();
-  final Map<String, PodView> pods = new TreeMap<>();
-  final List<PodManifest> createdPods = new ArrayList<>();
-  final List<String> calls = new ArrayList<>();
-  volatile Duration lastGrantTimeout;
-  volatile Map<String, String> lastLabelPatch;
-  volatile Map<String, String> lastAnnotationPatch;
-  volatile List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> lastScript;
-  final GpuShareMetrics metrics = new GpuShareMetrics();
+public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareService {
+  public final List<PodManifest> createdPods = new CopyOnWriteArrayList<>();
+  public volatile Duration lastGrantTimeout;
+  public volatile Map<String, String> lastLabelPatch;
+  public volatile Map<String, String> lastAnnotationPatch;
+  public volatile List<GpuProcess> lastScript;
 
-  static final Instant SYSTEM_NOW = Instant.parse("2030-05-01T12:00:00Z");
-
-  synchronized void reset() {
-    ready = true;
-    failWith = null;
-    manualClock = null;
-    nodes.clear();
-    pods.clear();
+  @Override
+  public void reset() {
+    super.reset();
     createdPods.clear();
-    calls.clear();
     lastGrantTimeout = null;
     lastLabelPatch = null;
     lastAnnotationPatch = null;
     lastScript = null;
   }
 
-  static NodeView node(String name, Map<String, String> labels, Map<String, String> annotations) {
+  /** Adds a Hibernation pod {@code namespace/name} on {@code node}. */
+  public void addPod(String namespace, String name, String node) {
+    setPod(pod(namespace, name, node, "Hibernation"));
+  }
+
+  // ---- views ----
+
+  /**
+   * A share-pool node with two H800s (GPU 0 healthy, half taken by {@code default/a}; GPU 1
+   * unhealthy) and one queued pod {@code default/d}.
+   */
+  public static NodeView node(
+      String name, Map<String, String> labels, Map<String, String> annotations) {
     return new NodeView(
         name,
         labels,
@@ -88,7 +87,11 @@ final class FakeGpuShareService implements GpuShareService {
         List.of());
   }
 
-  static PodView pod(String namespace, String name, String node, String state) {
+  /**
+   * A share-pool pod in {@code state} (50 % requested, 100 % limits; Running on GPU 1, Ready at
+   * place 1 of 3 in the queue).
+   */
+  public static PodView pod(String namespace, String name, String node, String state) {
     return new PodView(
         namespace,
         name,
@@ -108,56 +111,10 @@ final class FakeGpuShareService implements GpuShareService {
         null);
   }
 
-  private <T> CompletionStage<T> answer(String call, Supplier<T> value) {
-    synchronized (this) {
-      calls.add(call);
-    }
-    if (failWith != null) {
-      return CompletableFuture.failedFuture(failWith);
-    }
-    try {
-      synchronized (this) {
-        return CompletableFuture.completedFuture(value.get());
-      }
-    } catch (RuntimeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-  }
-
-  private static ServiceException notFound(String what) {
-    return ServiceException.of(
-        Kind.NOT_FOUND, new FieldError("name", what, "name: " + what + " does not exist"));
-  }
+  // ---- GpuShareWriter ----
 
   @Override
-  public boolean ready() {
-    return ready;
-  }
-
-  @Override
-  public CompletionStage<List<NodeView>> nodes() {
-    return answer("nodes", () -> List.copyOf(nodes.values()));
-  }
-
-  @Override
-  public CompletionStage<NodeView> node(String name) {
-    return answer(
-        "node " + name,
-        () -> Optional.ofNullable(nodes.get(name)).orElseThrow(() -> notFound("node " + name)));
-  }
-
-  @Override
-  public CompletionStage<List<QueueEntryView>> queue(String node) {
-    return answer(
-        "queue " + node,
-        () ->
-            Optional.ofNullable(nodes.get(node))
-                .orElseThrow(() -> notFound("node " + node))
-                .queue());
-  }
-
-  @Override
-  public CompletionStage<PutNodeResult> putNode(NodeManifest manifest) {
+  public synchronized CompletionStage<PutNodeResult> putNode(NodeManifest manifest) {
     return answer(
         "putNode " + manifest.name(),
         () -> {
@@ -170,34 +127,27 @@ final class FakeGpuShareService implements GpuShareService {
 
   @Override
   public CompletionStage<NodeView> setGpuHealth(String node, int index, boolean healthy) {
-    return answer(
-        "setGpuHealth " + node + " " + index + " " + healthy,
-        () -> Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node)));
+    return answer("setGpuHealth " + node + " " + index + " " + healthy, () -> existingNode(node));
   }
 
   @Override
-  public CompletionStage<NodeView> scriptGpu(
-      String node,
-      int index,
-      List<dev.gpushare.gpu.SimulatedGpuBackend.SimulatedProcess> processes) {
+  public CompletionStage<NodeView> scriptGpu(String node, int index, List<GpuProcess> processes) {
     return answer(
         "scriptGpu " + node + " " + index + " " + processes,
         () -> {
-          NodeView view =
-              Optional.ofNullable(nodes.get(node)).orElseThrow(() -> notFound("node " + node));
+          NodeView view = existingNode(node);
           lastScript = processes;
           return view;
         });
   }
 
   @Override
-  public CompletionStage<NodeView> patchNode(
+  public synchronized CompletionStage<NodeView> patchNode(
       String name, Map<String, String> labels, Map<String, String> annotations) {
     return answer(
         "patchNode " + name,
         () -> {
-          NodeView current =
-              Optional.ofNullable(nodes.get(name)).orElseThrow(() -> notFound("node " + name));
+          NodeView current = existingNode(name);
           lastLabelPatch = labels;
           lastAnnotationPatch = annotations;
           NodeView patched =
@@ -222,7 +172,7 @@ final class FakeGpuShareService implements GpuShareService {
   }
 
   @Override
-  public CompletionStage<PodView> createPod(PodManifest manifest) {
+  public synchronized CompletionStage<PodView> createPod(PodManifest manifest) {
     return answer(
         "createPod " + manifest.namespace() + "/" + manifest.name(),
         () -> {
@@ -258,41 +208,33 @@ final class FakeGpuShareService implements GpuShareService {
   }
 
   @Override
-  public AutoCloseable subscribe(ChangeListener listener) {
-    return () -> {};
-  }
-
-  @Override
   public CompletionStage<PodView> deletePod(String namespace, String name) {
     return answer(
         "deletePod " + namespace + "/" + name,
-        () ->
-            Optional.ofNullable(pods.remove(namespace + "/" + name))
-                .orElseThrow(() -> notFound("pod " + namespace + "/" + name)));
+        () -> {
+          PodView gone = existingPod(namespace, name);
+          pods.remove(namespace + "/" + name);
+          return gone;
+        });
   }
 
   @Override
-  public CompletionStage<List<PodView>> pods(Optional<String> node) {
+  public CompletionStage<ClockView> advance(Duration by) {
     return answer(
-        "pods " + node.orElse("*"),
-        () ->
-            pods.values().stream()
-                .filter(p -> node.isEmpty() || node.get().equals(p.node()))
-                .toList());
+        "advance " + by,
+        () -> {
+          ManualClock clock = manualClock;
+          if (clock == null) {
+            throw new ServiceException(Kind.CONFLICT, "system clock");
+          }
+          return new ClockView(clock.advance(by), true);
+        });
   }
 
-  @Override
-  public CompletionStage<PodView> pod(String namespace, String name) {
-    return answer("pod " + namespace + "/" + name, () -> existing(namespace, name));
-  }
+  // ---- GpuShareDataPlane ----
 
-  private PodView existing(String namespace, String name) {
-    return Optional.ofNullable(pods.get(namespace + "/" + name))
-        .orElseThrow(() -> notFound("pod " + namespace + "/" + name));
-  }
-
-  private PodView moveTo(String namespace, String name, String state) {
-    PodView current = existing(namespace, name);
+  private synchronized PodView moveTo(String namespace, String name, String state) {
+    PodView current = existingPod(namespace, name);
     PodView moved = pod(namespace, name, current.node(), state);
     pods.put(namespace + "/" + name, moved);
     return moved;
@@ -315,44 +257,18 @@ final class FakeGpuShareService implements GpuShareService {
         "awaitGrant " + namespace + "/" + name,
         () -> {
           lastGrantTimeout = timeout;
-          return existing(namespace, name);
+          return existingPod(namespace, name);
         });
   }
 
+  /** The pod's view now, then Ready, then Running. */
   @Override
   public Source<PodView, NotUsed> watch(String namespace, String name) {
-    PodView now;
-    synchronized (this) {
-      now = pods.get(namespace + "/" + name);
-    }
+    PodView now = pods.get(namespace + "/" + name);
     return Source.from(
         List.of(
             now,
             pod(namespace, name, now.node(), "Ready"),
             pod(namespace, name, now.node(), "Running")));
-  }
-
-  @Override
-  public ClockView clock() {
-    ManualClock clock = manualClock;
-    return clock == null ? new ClockView(SYSTEM_NOW, false) : new ClockView(clock.now(), true);
-  }
-
-  @Override
-  public CompletionStage<ClockView> advance(Duration by) {
-    return answer(
-        "advance " + by,
-        () -> {
-          ManualClock clock = manualClock;
-          if (clock == null) {
-            throw new ServiceException(Kind.CONFLICT, "system clock");
-          }
-          return new ClockView(clock.advance(by), true);
-        });
-  }
-
-  @Override
-  public GpuShareMetrics metrics() {
-    return metrics;
   }
 }

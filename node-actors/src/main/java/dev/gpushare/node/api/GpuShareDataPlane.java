@@ -1,0 +1,27 @@
+package dev.gpushare.node.api;
+
+import dev.gpushare.node.api.Views.PodView;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.stream.javadsl.Source;
+
+/**
+ * What a sharing pod asks of the arbiter about its own GPU: raise or withdraw demand, wait for the
+ * grant, watch its state. The part of {@link GpuShareService} the data-plane endpoints use. Every
+ * stage completes exceptionally with a {@link ServiceException} on refusal.
+ */
+public interface GpuShareDataPlane {
+
+  /** Raise demand (Hibernation → Ready, or straight to Running). */
+  CompletionStage<PodView> demand(String namespace, String name);
+
+  /** Withdraw demand or release the GPU (→ Hibernation). */
+  CompletionStage<PodView> release(String namespace, String name);
+
+  /** Completes as soon as the pod is Running, else at the timeout; the view either way. */
+  CompletionStage<PodView> awaitGrant(String namespace, String name, Duration timeout);
+
+  /** The pod's view now and after every change; completes when the pod is deleted. */
+  Source<PodView, NotUsed> watch(String namespace, String name);
+}
