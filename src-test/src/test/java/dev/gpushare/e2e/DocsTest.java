@@ -154,7 +154,7 @@ class DocsTest {
           listed(".ci/run", "mvn -B -q -DskipTests package"),
           // http-api/src/test/resources/admission/tls/README.md
           listed(
-              "WebhookTlsTest",
+              "ServerTlsTest",
               "keytool -genkeypair -alias webhook -keyalg RSA -keysize 2048 -dname CN=gpushare-webhook-test -ext san=dns:localhost,ip:127.0.0.1 -startdate 2000/01/01 -validity 45000 -keystore webhook.p12 -storetype PKCS12 -storepass changeit",
               "openssl pkcs12 -in webhook.p12 -nocerts -nodes -passin pass:changeit | openssl pkey -out webhook.key",
               "keytool -exportcert -rfc -alias webhook -keystore webhook.p12 -storepass changeit > webhook.crt"),

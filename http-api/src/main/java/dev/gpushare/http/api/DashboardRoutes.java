@@ -5,8 +5,6 @@ import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.http.server.Json;
 import dev.gpushare.http.server.WatchLimits;
-import dev.gpushare.node.api.GpuShareService;
-import dev.gpushare.node.api.GpuShareService.ChangeListener;
 import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.GpuShareReader.ChangeListener;
 import java.time.Duration;

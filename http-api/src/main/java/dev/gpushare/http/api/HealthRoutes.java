@@ -2,7 +2,6 @@ package dev.gpushare.http.api;
 
 import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.Problem;
-import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;

@@ -14,7 +14,6 @@ import dev.gpushare.http.extender.ExtenderFilter.Verdict;
 import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.server.ProblemException;
-import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.NodeView;

@@ -2,7 +2,6 @@ package dev.gpushare.http.extender;
 
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.tls.ServerTls;
-import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.GpuShareReader;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
