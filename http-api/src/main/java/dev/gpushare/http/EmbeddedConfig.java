@@ -10,6 +10,7 @@ import com.typesafe.config.ConfigRenderOptions;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import dev.gpushare.arbiter.GpuChoice;
+import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.ReservedPerGpu;
@@ -33,7 +34,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
-import java.util.regex.Pattern;
 
 /**
  * The embedded mode's configuration: the {@code gpushare} section of the built-in resource {@value
@@ -125,8 +125,6 @@ public record EmbeddedConfig(
           "allocatable",
           "gpu-model",
           "gpu-memory-mib");
-  private static final Pattern DNS_SUBDOMAIN =
-      Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
   private static final String QUANTITY_RULE =
       "expected a Kubernetes quantity such as 176, \"500m\" or \"1800Gi\", as written (no"
           + " spaces around it): "
@@ -399,9 +397,7 @@ public record EmbeddedConfig(
             at,
             "a node name: a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')",
             text ->
-                text.length() <= 253 && DNS_SUBDOMAIN.matcher(text).matches()
-                    ? Optional.of(text)
-                    : Optional.empty());
+                KubernetesNames.isDns1123Subdomain(text) ? Optional.of(text) : Optional.empty());
     Map<String, String> labels = errors.stringMap(node, "labels", at);
     Map<String, String> annotations = errors.stringMap(node, "annotations", at);
     Map<String, String> capacity = errors.quantities(node, "capacity", at, true);
