@@ -86,7 +86,7 @@ final class BookViews {
     int position = 1;
     for (var e : b.book().queue().entries()) {
       ShareBook.Member m = b.book().members().get(e.pod());
-      Share limits = m.spec().limits();
+      Share limits = m.shared().limits(); // only shared pods queue
       items.add(
           new QueueEntryView(
               m.key().ref(), position++, seconds(e.enteredAt(), b.now()), share(limits)));
@@ -100,8 +100,7 @@ final class BookViews {
     // the notes the same book keeps is added here, so the answer to a decision always shows it.
     record = record.following(decided.events(), decided.conditions());
     PodStatus status = decided.status();
-    PodSharing spec = status.spec();
-    boolean shared = spec != null && spec.kind() == PodSharing.Kind.SHARED;
+    PodSharing.Shared shared = status.spec() instanceof PodSharing.Shared s ? s : null;
     PodState state = status.state();
     Instant now = decided.at();
     return new PodView(
@@ -109,10 +108,10 @@ final class BookViews {
         key.name(),
         key.uid(),
         node,
-        shared ? spec.policy().label() : null,
+        shared != null ? shared.policy().label() : null,
         state == null ? null : state.display(),
-        shared ? share(spec.requests()) : null,
-        shared ? share(spec.limits()) : null,
+        shared != null ? share(shared.requests()) : null,
+        shared != null ? share(shared.limits()) : null,
         status.gpu() != null ? new GpuRef(status.gpu(), status.gpuUuid()) : null,
         decided.queuePosition(),
         state == PodState.READY && status.since() != null ? seconds(status.since(), now) : null,

@@ -129,7 +129,7 @@ public final class ExtenderScores {
   }
 
   /** The workload for scoring {@code pod}: the arbiter's pods of its model, or the trace's. */
-  public static TargetWorkload workload(PodSharing pod, List<PodView> known) {
+  public static TargetWorkload workload(PodSharing.Shared pod, List<PodView> known) {
     List<PodSpec> specs = new ArrayList<>();
     for (PodView p : known) {
       if (!pod.policy().label().equals(p.policy())) {
@@ -151,7 +151,7 @@ public final class ExtenderScores {
    * {@code measure} is against {@link #workload} (unused by best fit).
    */
   public static int score(
-      Policy policy, PodSharing pod, NodeView node, FragmentationMeasure measure) {
+      Policy policy, PodSharing.Shared pod, NodeView node, FragmentationMeasure measure) {
     return score(policy, GpuChoice.BEST_FIT, pod, node, List.of(), measure);
   }
 
@@ -163,7 +163,7 @@ public final class ExtenderScores {
   public static int score(
       Policy policy,
       GpuChoice choice,
-      PodSharing pod,
+      PodSharing.Shared pod,
       NodeView node,
       List<PodView> pods,
       FragmentationMeasure measure) {
