@@ -12,8 +12,8 @@ import com.fasterxml.jackson.databind.util.StdConverter;
  * <p>In events and cluster messages a pod's sharing keeps the one JSON object it has been written
  * as since 0.1, {@link Wire}: {@code {"kind":"SHARED","policy":…,"requests":…,"limits":…,
  * "exclusiveGpus":0,"container":…}}, with {@code null} (or 0) for what its kind does not have.
- * Journals written before the sealed family read back as the same values (persistence-config
- * EVENTS.md).
+ * Journals written before the sealed family read back as the same values (PodSharingJsonTest, and
+ * src-test UpgradeTest over the journal recorded by 0.1).
  */
 @JsonSerialize(converter = PodSharing.ToWire.class)
 @JsonDeserialize(converter = PodSharing.FromWire.class)
