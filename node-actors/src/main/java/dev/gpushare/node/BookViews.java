@@ -16,6 +16,7 @@ import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodConditionView;
 import dev.gpushare.node.api.Views.PodView;
@@ -64,7 +65,7 @@ final class BookViews {
               d.uuid(),
               d.model(),
               d.memoryMiB(),
-              healthy ? "Healthy" : "Unhealthy",
+              Health.of(healthy),
               share(used),
               holders));
     }
@@ -72,7 +73,7 @@ final class BookViews {
         record.manifest().name(),
         record.manifest().labels(),
         record.manifest().annotations(),
-        record.config().active().label(),
+        record.config().active(),
         record.config().activeQos(),
         record.status(reserved, book.now()),
         gpus,
@@ -108,8 +109,8 @@ final class BookViews {
         key.name(),
         key.uid(),
         node,
-        shared != null ? shared.policy().label() : null,
-        state == null ? null : state.display(),
+        shared != null ? shared.policy() : null,
+        state,
         shared != null ? share(shared.requests()) : null,
         shared != null ? share(shared.limits()) : null,
         status.gpu() != null ? new GpuRef(status.gpu(), status.gpuUuid()) : null,
@@ -160,7 +161,7 @@ final class BookViews {
                 usage.absoluteUtilization(),
                 usage.relativeUtilization(),
                 usage.processes()),
-        SharePolicy.SHARE_POOL.label().equals(v.policy())
+        v.policy() == SharePolicy.SHARE_POOL
             ? new WorkloadView(WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, mpsRoot))
             : null);
   }

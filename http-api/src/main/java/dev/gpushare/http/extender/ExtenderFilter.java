@@ -8,6 +8,7 @@ import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -193,7 +194,7 @@ public final class ExtenderFilter {
   }
 
   static boolean healthy(GpuView gpu) {
-    return "Healthy".equals(gpu.health());
+    return gpu.health() == Health.HEALTHY;
   }
 
   static Share used(GpuView gpu) {
@@ -201,7 +202,7 @@ public final class ExtenderFilter {
   }
 
   static SharePolicy policy(NodeView node) {
-    return SharePolicy.fromLabel(node.policy()).orElse(SharePolicy.NONE);
+    return node.policy() == null ? SharePolicy.NONE : node.policy();
   }
 
   private static NodeCondition condition(NodeView node, String type) {

@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.GpuLoad;
 import dev.gpushare.arbiter.Placement;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
@@ -132,7 +133,7 @@ public final class ExtenderScores {
   public static TargetWorkload workload(PodSharing.Shared pod, List<PodView> known) {
     List<PodSpec> specs = new ArrayList<>();
     for (PodView p : known) {
-      if (!pod.policy().label().equals(p.policy())) {
+      if (pod.policy() != p.policy()) {
         continue;
       }
       ShareView share = pod.policy().held(p.requests(), p.limits());
@@ -238,13 +239,11 @@ public final class ExtenderScores {
   static List<GpuLoad> loads(NodeView node, List<PodView> pods) {
     Map<Integer, Map<String, Share>> held = new HashMap<>();
     for (PodView p : pods) {
-      if (!node.name().equals(p.node()) || p.gpu() == null || !"Running".equals(p.state())) {
+      if (!node.name().equals(p.node()) || p.gpu() == null || p.state() != PodState.RUNNING) {
         continue;
       }
       var share =
-          SharePolicy.fromLabel(p.policy())
-              .orElse(SharePolicy.SHARE_POOL)
-              .held(p.requests(), p.limits());
+          (p.policy() == null ? SharePolicy.SHARE_POOL : p.policy()).held(p.requests(), p.limits());
       if (share != null) {
         held.computeIfAbsent(p.gpu().index(), i -> new LinkedHashMap<>())
             .put(p.namespace() + "/" + p.name(), new Share(share.core(), share.memory()));

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
@@ -179,8 +180,8 @@ class ExtenderScoresTest {
             "x",
             "uid-x",
             "n2",
-            "share-pool",
-            "Running",
+            SharePolicy.SHARE_POOL,
+            PodState.RUNNING,
             new ShareView(10, 10),
             new ShareView(20, 20),
             new GpuRef(0, "GPU-0"),

@@ -1,14 +1,18 @@
 package dev.gpushare.node.api;
 
+import com.fasterxml.jackson.annotation.JsonValue;
 import dev.gpushare.arbiter.NodeStatus;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.arbiter.SharePolicy;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 
 /**
  * What the API shows (API.md): plain records that Jackson writes as the documented JSON. Field
- * names are the JSON names.
+ * names are the JSON names; a policy, a pod's state and a GPU's health are the domain enums,
+ * written as their documented text ({@code "share-pool"}, {@code "Running"}, {@code "Healthy"}).
  */
 public final class Views {
   private Views() {}
@@ -21,7 +25,7 @@ public final class Views {
       String name,
       Map<String, String> labels,
       Map<String, String> annotations,
-      String policy,
+      SharePolicy policy,
       QosConfig qos,
       NodeStatus status,
       List<GpuView> gpus,
@@ -33,9 +37,39 @@ public final class Views {
       String uuid,
       String model,
       long memoryMiB,
-      String health,
+      Health health,
       ShareView inUse,
       List<String> pods) {}
+
+  /** A GPU's health as the API shows it: {@code "Healthy"} or {@code "Unhealthy"}. */
+  public enum Health {
+    HEALTHY("Healthy"),
+    UNHEALTHY("Unhealthy");
+
+    private final String display;
+
+    Health(String display) {
+      this.display = display;
+    }
+
+    public static Health of(boolean healthy) {
+      return healthy ? HEALTHY : UNHEALTHY;
+    }
+
+    public boolean healthy() {
+      return this == HEALTHY;
+    }
+
+    @JsonValue
+    public String display() {
+      return display;
+    }
+
+    @Override
+    public String toString() {
+      return display;
+    }
+  }
 
   /** One ready-queue entry; {@code position} is 1-based. */
   public record QueueEntryView(String pod, int position, long waitingSeconds, ShareView limits) {}
@@ -60,8 +94,8 @@ public final class Views {
       String name,
       String uid,
       String node,
-      String policy,
-      String state,
+      SharePolicy policy,
+      PodState state,
       ShareView requests,
       ShareView limits,
       GpuRef gpu,

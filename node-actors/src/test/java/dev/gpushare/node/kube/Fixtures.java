@@ -6,6 +6,7 @@ import dev.gpushare.arbiter.NodeSharing;
 import dev.gpushare.arbiter.NodeSharing.SharingConfig;
 import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.SharePolicy;
@@ -118,7 +119,7 @@ final class Fixtures {
         name,
         manifest.labels(),
         manifest.annotations(),
-        policy.label(),
+        policy,
         REFERENCE_QOS,
         NodeStatusCalculator.desired(
             manifest, healthyGpus, config, ReservedPerGpu.DEFAULT, previous, now),
@@ -174,8 +175,8 @@ final class Fixtures {
         name,
         uid,
         node,
-        "share-pool",
-        state,
+        SharePolicy.SHARE_POOL,
+        PodState.fromDisplay(state).orElseThrow(),
         new ShareView(50, 50),
         new ShareView(50, 50),
         gpu,
