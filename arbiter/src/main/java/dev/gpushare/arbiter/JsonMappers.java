@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 
 /**
  * The one place JSON mappers are made. Each mapper is configured once here and shared (Jackson's
- * mappers are thread-safe once configured); nobody else calls {@code new ObjectMapper()}.
+ * mappers are thread-safe once configured); nobody else makes a JSON mapper.
  *
  * <ul>
  *   <li>{@link #plain()}: Jackson's defaults, for the small JSON texts gpushare writes itself (a
