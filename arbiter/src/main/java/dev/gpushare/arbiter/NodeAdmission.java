@@ -37,12 +37,25 @@ public final class NodeAdmission {
       int gpus,
       int wholeGpusHeld) {}
 
-  /** Why {@code pod} may not be bound to {@code node}, naming the field at fault; null: it may. */
-  public static FieldError refusal(NodeState node, PodSharing pod) {
-    switch (pod.kind()) {
-      case SHARED -> {
-        if (pod.policy() != node.active()) {
-          return new FieldError(
+  /**
+   * Why {@code pod} may not be bound to {@code node}, naming the field at fault; null: it may. A
+   * policy label that is not the node's is {@link Refusal.Kind#INVALID} (the pod's own fault); no
+   * room, whole GPUs on a sharing node or too few free are {@link Refusal.Kind#CONFLICT}.
+   */
+  public static Refusal refusal(NodeState node, PodSharing pod) {
+    if (pod instanceof PodSharing.Shared shared) {
+      return refusal(node, shared);
+    }
+    if (pod instanceof PodSharing.Exclusive exclusive) {
+      return refusal(node, exclusive);
+    }
+    return null;
+  }
+
+  private static Refusal refusal(NodeState node, PodSharing.Shared pod) {
+    if (pod.policy() != node.active()) {
+      return Refusal.invalid(
+          new FieldError(
               "metadata.labels[" + SharePolicy.LABEL + "]",
               pod.policy().label(),
               "the pod's gpu-share-policy "
@@ -50,12 +63,13 @@ public final class NodeAdmission {
                   + " must equal the policy in force on node "
                   + node.node()
                   + ", which is "
-                  + node.active());
-        }
-        Share allocatable = allocatable(node.healthyGpus());
-        Share after = node.requested().plus(pod.requests());
-        if (after.core() > allocatable.core() || after.memory() > allocatable.memory()) {
-          return new FieldError(
+                  + node.active()));
+    }
+    Share allocatable = allocatable(node.healthyGpus());
+    Share after = node.requested().plus(pod.requests());
+    if (after.core() > allocatable.core() || after.memory() > allocatable.memory()) {
+      return Refusal.conflict(
+          new FieldError(
               "spec.containers.resources.requests",
               pod.requests().toString(),
               "node "
@@ -64,33 +78,32 @@ public final class NodeAdmission {
                   + allocatable.minus(node.requested())
                   + " of its "
                   + allocatable
-                  + " allocatable left for requests; pods fit a node by the sum of their requests");
-        }
-        return null;
-      }
-      case EXCLUSIVE -> {
-        if (node.active().sharing()) {
-          return new FieldError(
+                  + " allocatable left for requests; pods fit a node by the sum of their"
+                  + " requests"));
+    }
+    return null;
+  }
+
+  private static Refusal refusal(NodeState node, PodSharing.Exclusive pod) {
+    if (node.active().sharing()) {
+      return Refusal.conflict(
+          new FieldError(
               "spec.containers.resources.limits[nvidia.com/gpu]",
-              Integer.toString(pod.exclusiveGpus()),
+              Integer.toString(pod.gpus()),
               "node "
                   + node.node()
                   + " shares its GPUs (policy "
                   + node.active()
-                  + "); a pod holding whole GPUs (nvidia.com/gpu) cannot be placed on it");
-        }
-        int free = node.gpus() - node.wholeGpusHeld();
-        if (pod.exclusiveGpus() > free) {
-          return new FieldError(
-              "spec.containers.resources.limits[nvidia.com/gpu]",
-              Integer.toString(pod.exclusiveGpus()),
-              "node " + node.node() + " has only " + free + " whole GPUs free");
-        }
-        return null;
-      }
-      default -> {
-        return null;
-      }
+                  + "); a pod holding whole GPUs (nvidia.com/gpu) cannot be placed on it"));
     }
+    int free = node.gpus() - node.wholeGpusHeld();
+    if (pod.gpus() > free) {
+      return Refusal.conflict(
+          new FieldError(
+              "spec.containers.resources.limits[nvidia.com/gpu]",
+              Integer.toString(pod.gpus()),
+              "node " + node.node() + " has only " + free + " whole GPUs free"));
+    }
+    return null;
   }
 }

@@ -1,28 +1,27 @@
 package dev.gpushare.arbiter;
 
-/**
- * How a valid pod uses GPUs (SPEC §3), as decided by {@link ShareRequestRules#validate}.
- *
- * @param kind whether the pod shares a GPU, holds whole GPUs, or uses none
- * @param policy the pod's {@code gpu-share-policy} label; {@code null} unless {@code SHARED}
- * @param requests what decides how many pods fit a node; {@code null} unless {@code SHARED}
- * @param limits the ceiling of use, from the limit annotations when the admission webhook wrote
- *     them; {@code null} unless {@code SHARED}
- * @param exclusiveGpus the {@code nvidia.com/gpu} count over all containers; 0 unless {@code
- *     EXCLUSIVE}
- * @param container the name of the one container that shares a GPU; {@code null} unless {@code
- *     SHARED}
- */
-public record PodSharing(
-    Kind kind,
-    SharePolicy policy,
-    Share requests,
-    Share limits,
-    int exclusiveGpus,
-    String container)
-    implements JsonSerializable {
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
+import com.fasterxml.jackson.databind.annotation.JsonSerialize;
+import com.fasterxml.jackson.databind.util.StdConverter;
 
-  public enum Kind {
+/**
+ * How a valid pod uses GPUs (SPEC §3), as decided by {@link ShareRequestRules#validate}: it shares
+ * one GPU ({@link Shared}), holds whole GPUs ({@link Exclusive}) or uses none ({@link Plain}). Each
+ * kind carries only what it has; read it with a {@code switch} or {@code instanceof} pattern.
+ *
+ * <p>In events and cluster messages a pod's sharing keeps the one JSON object it has been written
+ * as since 0.1, {@link Wire}: {@code {"kind":"SHARED","policy":…,"requests":…,"limits":…,
+ * "exclusiveGpus":0,"container":…}}, with {@code null} (or 0) for what its kind does not have.
+ * Journals written before the sealed family read back as the same values (PodSharingJsonTest, and
+ * src-test UpgradeTest over the journal recorded by 0.1).
+ */
+@JsonSerialize(converter = PodSharing.ToWire.class)
+@JsonDeserialize(converter = PodSharing.FromWire.class)
+public sealed interface PodSharing extends JsonSerializable
+    permits PodSharing.Shared, PodSharing.Exclusive, PodSharing.Plain {
+
+  /** The kinds, for counting and filtering pods by kind. */
+  enum Kind {
     /** Asks for the two percentage resources: one share of one GPU. */
     SHARED,
     /** Asks for {@code nvidia.com/gpu}: whole GPUs, which rule sharing out on its node. */
@@ -31,19 +30,132 @@ public record PodSharing(
     PLAIN
   }
 
-  public static final PodSharing PLAIN = new PodSharing(Kind.PLAIN, null, null, null, 0, null);
+  Kind kind();
 
-  public static PodSharing shared(
-      SharePolicy policy, Share requests, Share limits, String container) {
-    return new PodSharing(Kind.SHARED, policy, requests, limits, 0, container);
+  /**
+   * A pod that shares one GPU.
+   *
+   * @param policy the pod's {@code gpu-share-policy} label
+   * @param requests what decides how many pods fit a node
+   * @param limits the ceiling of use, from the limit annotations when the admission webhook wrote
+   *     them
+   * @param container the name of the one container that shares a GPU
+   */
+  record Shared(SharePolicy policy, Share requests, Share limits, String container)
+      implements PodSharing {
+    public Shared {
+      if (policy == null || requests == null || limits == null) {
+        throw new IllegalArgumentException(
+            "a shared pod needs a policy, requests and limits; got policy="
+                + policy
+                + ", requests="
+                + requests
+                + ", limits="
+                + limits);
+      }
+    }
+
+    @Override
+    public Kind kind() {
+      return Kind.SHARED;
+    }
+
+    /** What this pod holds on its GPU: {@link SharePolicy#held} of its model. */
+    public Share held() {
+      return policy.held(requests, limits);
+    }
   }
 
-  public static PodSharing exclusive(int gpus) {
-    return new PodSharing(Kind.EXCLUSIVE, null, null, null, gpus, null);
+  /**
+   * A pod that holds whole GPUs.
+   *
+   * @param gpus the {@code nvidia.com/gpu} count over all containers, at least 1
+   */
+  record Exclusive(int gpus) implements PodSharing {
+    public Exclusive {
+      if (gpus < 1) {
+        throw new IllegalArgumentException(
+            "an exclusive pod holds at least 1 whole GPU; got " + gpus);
+      }
+    }
+
+    @Override
+    public Kind kind() {
+      return Kind.EXCLUSIVE;
+    }
   }
 
-  /** What this shared pod holds on its GPU: {@link SharePolicy#held} of its model. */
-  public Share held() {
-    return policy.held(requests, limits);
+  /** A pod that uses no GPU. */
+  record Plain() implements PodSharing {
+    @Override
+    public Kind kind() {
+      return Kind.PLAIN;
+    }
+  }
+
+  PodSharing PLAIN = new Plain();
+
+  static Shared shared(SharePolicy policy, Share requests, Share limits, String container) {
+    return new Shared(policy, requests, limits, container);
+  }
+
+  static Exclusive exclusive(int gpus) {
+    return new Exclusive(gpus);
+  }
+
+  /** The whole GPUs this pod holds: {@link Exclusive#gpus}, else 0. */
+  static int wholeGpus(PodSharing pod) {
+    return pod instanceof Exclusive e ? e.gpus() : 0;
+  }
+
+  /**
+   * The JSON form of every kind, as written since 0.1 (field order and nulls included): what its
+   * kind does not have is {@code null}, {@code exclusiveGpus} 0 unless {@code EXCLUSIVE}.
+   */
+  record Wire(
+      Kind kind,
+      SharePolicy policy,
+      Share requests,
+      Share limits,
+      int exclusiveGpus,
+      String container) {
+
+    static Wire of(PodSharing pod) {
+      if (pod instanceof Shared s) {
+        return new Wire(Kind.SHARED, s.policy(), s.requests(), s.limits(), 0, s.container());
+      }
+      if (pod instanceof Exclusive e) {
+        return new Wire(Kind.EXCLUSIVE, null, null, null, e.gpus(), null);
+      }
+      return new Wire(Kind.PLAIN, null, null, null, 0, null);
+    }
+
+    PodSharing value() {
+      if (kind == null) {
+        throw new IllegalArgumentException(
+            "a pod's sharing needs \"kind\": one of SHARED, EXCLUSIVE, PLAIN");
+      }
+      return switch (kind) {
+        case SHARED -> new Shared(policy, requests, limits, container);
+        case EXCLUSIVE -> new Exclusive(exclusiveGpus);
+        case PLAIN -> PLAIN;
+      };
+    }
+  }
+
+  /** Writes a pod's sharing as its {@link Wire} form. */
+  final class ToWire extends StdConverter<PodSharing, Wire> {
+    @Override
+    public Wire convert(PodSharing value) {
+      return Wire.of(value);
+    }
+  }
+
+  /** Reads a pod's sharing from its {@link Wire} form. */
+  final class FromWire extends StdConverter<Wire, PodSharing> {
+    @Override
+    public PodSharing convert(Wire value) {
+      return value.value();
+    }
   }
 }

@@ -1,6 +1,8 @@
 package dev.gpushare.arbiter;
 
 import com.fasterxml.jackson.annotation.JsonValue;
+import java.util.Arrays;
+import java.util.Optional;
 
 /**
  * A sharing pod's state (SPEC §4). Share-pool pods move between {@code Hibernation}, {@code Ready}
@@ -22,6 +24,11 @@ public enum PodState {
   @JsonValue
   public String display() {
     return display;
+  }
+
+  /** The state shown as {@code display} ({@code Running}, …), if any. */
+  public static Optional<PodState> fromDisplay(String display) {
+    return Arrays.stream(values()).filter(s -> s.display.equals(display)).findFirst();
   }
 
   @Override

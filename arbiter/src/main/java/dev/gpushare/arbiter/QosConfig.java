@@ -40,7 +40,7 @@ public record QosConfig(
       "{\"preemptEnabled\": true, \"podMaxDurationMinutes\": 120,"
           + " \"reservedEphemeralStorage\": \"1.5Ti\"}";
 
-  private static final ObjectMapper MAPPER = new ObjectMapper();
+  private static final ObjectMapper MAPPER = JsonMappers.plain();
 
   public Duration podMaxDuration() {
     return Duration.ofMinutes(podMaxDurationMinutes);

@@ -58,6 +58,18 @@ public record ShareBook(
       this(key, spec, fragmentedReported, List.of(), List.of());
     }
 
+    /**
+     * The sharing of a member that shares a GPU: every pod queued, holding or waiting for a pin is
+     * one (only {@link PodSharing.Shared} pods get there).
+     */
+    public PodSharing.Shared shared() {
+      if (spec instanceof PodSharing.Shared s) {
+        return s;
+      }
+      throw new IllegalStateException(
+          "pod " + key.ref() + " does not share a GPU (" + spec.kind() + ")");
+    }
+
     Member fragmented() {
       return new Member(key, spec, true, events, conditions);
     }
@@ -223,7 +235,7 @@ public record ShareBook(
   public ShareBook grant(String decisionId, String pod, int gpu, Instant at) {
     Map<String, Holding> h =
         holdingMap()
-            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().held(), at, false));
+            .plus(pod, new Holding(decisionId, gpu, members.get(pod).shared().held(), at, false));
     return new ShareBook(
         node,
         policy,
@@ -260,7 +272,7 @@ public record ShareBook(
   public ShareBook pin(String decisionId, String pod, int gpu, Instant at) {
     Map<String, Holding> h =
         holdingMap()
-            .plus(pod, new Holding(decisionId, gpu, members.get(pod).spec().held(), at, true));
+            .plus(pod, new Holding(decisionId, gpu, members.get(pod).shared().held(), at, true));
     return new ShareBook(
         node,
         policy,
@@ -353,20 +365,20 @@ public record ShareBook(
   public boolean isSharePoolPod(String pod) {
     Member m = members.get(pod);
     return m != null
-        && m.spec().kind() == PodSharing.Kind.SHARED
-        && m.spec().policy() == SharePolicy.SHARE_POOL
+        && m.spec() instanceof PodSharing.Shared s
+        && s.policy() == SharePolicy.SHARE_POOL
         && policy == SharePolicy.SHARE_POOL;
   }
 
   public PodState state(String pod) {
     Member m = members.get(pod);
-    if (m == null || m.spec().kind() != PodSharing.Kind.SHARED) {
+    if (m == null || !(m.spec() instanceof PodSharing.Shared shared)) {
       return null;
     }
     if (holdings.containsKey(pod)) {
       return PodState.RUNNING;
     }
-    if (m.spec().policy() == SharePolicy.STATIC) {
+    if (shared.policy() == SharePolicy.STATIC) {
       return PodState.PENDING;
     }
     return queue.contains(pod) ? PodState.READY : PodState.HIBERNATION;
@@ -457,7 +469,7 @@ public record ShareBook(
   private Optional<Decision> nextStatic(GpuChoice choice) {
     List<GpuLoad> loads = loads();
     for (String pod : pendingPins) {
-      Share requests = members.get(pod).spec().requests();
+      Share requests = members.get(pod).shared().requests();
       OptionalInt gpu = choice.choose(loads, requests);
       if (gpu.isPresent()) {
         return Optional.of(new Pin(pod, gpu.getAsInt()));
@@ -466,7 +478,7 @@ public record ShareBook(
     for (String pod : pendingPins) {
       if (!members.get(pod).fragmentedReported()) {
         return Optional.of(
-            new ReportFragmented(pod, fragmentationMessage(members.get(pod).spec().requests())));
+            new ReportFragmented(pod, fragmentationMessage(members.get(pod).shared().requests())));
       }
     }
     return Optional.empty();
@@ -560,11 +572,11 @@ public record ShareBook(
   // ---- helpers ----
 
   private Share limitsOf(String pod) {
-    return members.get(pod).spec().limits();
+    return members.get(pod).shared().limits();
   }
 
   private static boolean isStaticShared(PodSharing spec) {
-    return spec.kind() == PodSharing.Kind.SHARED && spec.policy() == SharePolicy.STATIC;
+    return spec instanceof PodSharing.Shared s && s.policy() == SharePolicy.STATIC;
   }
 
   private static List<String> append(List<String> list, String item) {

@@ -155,7 +155,7 @@ class ShareBookRandomizedTest {
         .head()
         .ifPresent(
             head -> {
-              Share limits = after.members().get(head.pod()).spec().limits();
+              Share limits = after.members().get(head.pod()).shared().limits();
               assertTrue(
                   Placement.bestFit(after.loads(), limits).isEmpty(),
                   "step " + step + ": the head fits but waits");

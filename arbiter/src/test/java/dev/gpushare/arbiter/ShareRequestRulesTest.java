@@ -8,6 +8,7 @@ import static dev.gpushare.arbiter.ShareRequestRules.MEMORY;
 import static dev.gpushare.arbiter.ShareRequestRules.MEMORY_LIMIT_ANNOTATION;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -97,7 +98,7 @@ class ShareRequestRulesTest {
             Map.of(COMPUTE_CLASS_LABEL, "gpu-hpn", SharePolicy.LABEL, "static"),
             Map.of(),
             sharing("main", "30", "50"));
-    PodSharing sharing = ShareRequestRules.validate(pod).value();
+    PodSharing.Shared sharing = shared(ShareRequestRules.validate(pod).value());
     assertEquals(SharePolicy.STATIC, sharing.policy());
     assertEquals(new Share(30, 30), sharing.requests());
     assertEquals(new Share(50, 50), sharing.limits());
@@ -110,7 +111,7 @@ class ShareRequestRulesTest {
             sharingLabels(),
             Map.of(CORE_LIMIT_ANNOTATION, "100", MEMORY_LIMIT_ANNOTATION, "60"),
             sharing("demo", "10", "10"));
-    PodSharing sharing = ShareRequestRules.validate(pod).value();
+    PodSharing.Shared sharing = shared(ShareRequestRules.validate(pod).value());
     assertEquals(new Share(10, 10), sharing.requests());
     assertEquals(new Share(100, 60), sharing.limits());
   }
@@ -357,7 +358,7 @@ class ShareRequestRulesTest {
   @Test
   void sidecarsBesideTheSharingContainerAreAccepted() {
     PodManifest pod = pod(sharingLabels(), Map.of(), sidecar("log"), sharing("main", "10", "10"));
-    assertEquals("main", ShareRequestRules.validate(pod).value().container());
+    assertEquals("main", shared(ShareRequestRules.validate(pod).value()).container());
   }
 
   @Test
@@ -474,5 +475,9 @@ class ShareRequestRulesTest {
     assertEquals(
         PodSharing.exclusive(2),
         mapper.readValue(mapper.writeValueAsString(PodSharing.exclusive(2)), PodSharing.class));
+  }
+
+  private static PodSharing.Shared shared(PodSharing sharing) {
+    return assertInstanceOf(PodSharing.Shared.class, sharing);
   }
 }

@@ -3,9 +3,9 @@ package dev.gpushare.cli;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLGenerator;
+import dev.gpushare.arbiter.JsonMappers;
 import java.io.UncheckedIOException;
 
 /** {@code -o json|yaml}: the API's answer as it came, pretty-printed, or the same as YAML. */
@@ -13,7 +13,7 @@ enum Output {
   json,
   yaml;
 
-  static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  static final ObjectMapper JSON = JsonMappers.indented();
   static final ObjectMapper YAML =
       new ObjectMapper(
           YAMLFactory.builder()

@@ -1,12 +1,10 @@
 package dev.gpushare.cli;
 
+import dev.gpushare.arbiter.KubernetesNames;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 /** A pod as {@code NAMESPACE/NAME}, as kubectl-minded users write it. */
 record PodRef(String namespace, String name) {
-  private static final Pattern DNS_LABEL = Pattern.compile("[a-z0-9]([-a-z0-9.]*[a-z0-9])?");
-
   @Override
   public String toString() {
     return namespace + "/" + name;
@@ -22,18 +20,28 @@ record PodRef(String namespace, String name) {
     }
     String ns = v.substring(0, slash);
     String name = v.substring(slash + 1);
-    for (String part : new String[] {ns, name}) {
-      if (!DNS_LABEL.matcher(part).matches()) {
-        throw new CliException(
-            what
-                + " '"
-                + value
-                + "': '"
-                + part
-                + "' is not a Kubernetes name (lower-case letters, digits, '-' and '.')");
-      }
+    if (!KubernetesNames.isDns1123Label(ns)) {
+      throw notAName(value, what, ns, "namespace", KubernetesNames.DNS1123_LABEL_ACCEPTED);
+    }
+    if (!KubernetesNames.isDns1123Subdomain(name)) {
+      throw notAName(value, what, name, "name", KubernetesNames.DNS1123_SUBDOMAIN_ACCEPTED);
     }
     return new PodRef(ns, name);
+  }
+
+  private static CliException notAName(
+      String value, String what, String part, String which, String accepted) {
+    return new CliException(
+        what
+            + " '"
+            + value
+            + "': '"
+            + part
+            + "' is not a Kubernetes "
+            + which
+            + " (expected "
+            + accepted
+            + ")");
   }
 
   /**

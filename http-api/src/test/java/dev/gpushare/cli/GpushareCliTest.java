@@ -381,6 +381,25 @@ class GpushareCliTest {
     assertTrue(none.getMessage().contains("--pod"), none.getMessage());
   }
 
+  @Test
+  void aPodRefIsANamespaceLabelAndASubdomainName() {
+    assertEquals(new PodRef("ns", "my.pod-1"), PodRef.parse("ns/my.pod-1", "--pod"));
+    CliException dotted =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            CliException.class, () -> PodRef.parse("a.b/x", "--pod"));
+    assertTrue(
+        dotted.getMessage().contains("'a.b' is not a Kubernetes namespace"), dotted.getMessage());
+    assertTrue(dotted.getMessage().contains("DNS-1123 label"), dotted.getMessage());
+    String long64 = "n".repeat(64);
+    CliException tooLong =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            CliException.class, () -> PodRef.parse("ns/" + "x".repeat(254), "--pod"));
+    assertTrue(tooLong.getMessage().contains("is not a Kubernetes name"), tooLong.getMessage());
+    assertTrue(tooLong.getMessage().contains("DNS-1123 subdomain"), tooLong.getMessage());
+    org.junit.jupiter.api.Assertions.assertThrows(
+        CliException.class, () -> PodRef.parse(long64 + "/x", "--pod"));
+  }
+
   // ------------------------------------------------------------------ pieces
 
   private static com.fasterxml.jackson.databind.JsonNode parse(String json) {

@@ -16,6 +16,7 @@ import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodConditionView;
 import dev.gpushare.node.api.Views.PodView;
@@ -64,7 +65,7 @@ final class BookViews {
               d.uuid(),
               d.model(),
               d.memoryMiB(),
-              healthy ? "Healthy" : "Unhealthy",
+              Health.of(healthy),
               share(used),
               holders));
     }
@@ -72,7 +73,7 @@ final class BookViews {
         record.manifest().name(),
         record.manifest().labels(),
         record.manifest().annotations(),
-        record.config().active().label(),
+        record.config().active(),
         record.config().activeQos(),
         record.status(reserved, book.now()),
         gpus,
@@ -86,7 +87,7 @@ final class BookViews {
     int position = 1;
     for (var e : b.book().queue().entries()) {
       ShareBook.Member m = b.book().members().get(e.pod());
-      Share limits = m.spec().limits();
+      Share limits = m.shared().limits(); // only shared pods queue
       items.add(
           new QueueEntryView(
               m.key().ref(), position++, seconds(e.enteredAt(), b.now()), share(limits)));
@@ -100,8 +101,7 @@ final class BookViews {
     // the notes the same book keeps is added here, so the answer to a decision always shows it.
     record = record.following(decided.events(), decided.conditions());
     PodStatus status = decided.status();
-    PodSharing spec = status.spec();
-    boolean shared = spec != null && spec.kind() == PodSharing.Kind.SHARED;
+    PodSharing.Shared shared = status.spec() instanceof PodSharing.Shared s ? s : null;
     PodState state = status.state();
     Instant now = decided.at();
     return new PodView(
@@ -109,10 +109,10 @@ final class BookViews {
         key.name(),
         key.uid(),
         node,
-        shared ? spec.policy().label() : null,
-        state == null ? null : state.display(),
-        shared ? share(spec.requests()) : null,
-        shared ? share(spec.limits()) : null,
+        shared != null ? shared.policy() : null,
+        state,
+        shared != null ? share(shared.requests()) : null,
+        shared != null ? share(shared.limits()) : null,
         status.gpu() != null ? new GpuRef(status.gpu(), status.gpuUuid()) : null,
         decided.queuePosition(),
         state == PodState.READY && status.since() != null ? seconds(status.since(), now) : null,
@@ -161,7 +161,7 @@ final class BookViews {
                 usage.absoluteUtilization(),
                 usage.relativeUtilization(),
                 usage.processes()),
-        SharePolicy.SHARE_POOL.label().equals(v.policy())
+        v.policy() == SharePolicy.SHARE_POOL
             ? new WorkloadView(WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, mpsRoot))
             : null);
   }

@@ -17,6 +17,7 @@ import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.Quantity;
+import dev.gpushare.arbiter.Refusal;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.ShareRequestRules;
@@ -654,16 +655,12 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
                           });
                 }
                 // A pod bound already (a create repeated with its uid) is answered by the bind.
-                FieldError refusal =
+                Refusal refusal =
                     record.bound().containsKey(key.entityId())
                         ? null
                         : NodeAdmission.refusal(record.admissionState(), spec);
                 if (refusal != null) {
-                  Kind kind =
-                      NodeActor.INVALID.equals(NodeActor.refusalKind(refusal))
-                          ? Kind.INVALID
-                          : Kind.CONFLICT;
-                  throw ServiceException.of(kind, refusal);
+                  throw ServiceException.refused(refusal);
                 }
                 return CompletableFuture.completedFuture(nodeName);
               });
@@ -708,8 +705,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     if (!r.registered()) {
       return "not registered";
     }
-    FieldError refusal = NodeAdmission.refusal(r.admissionState(), spec);
-    return refusal == null ? null : refusal.message();
+    Refusal refusal = NodeAdmission.refusal(r.admissionState(), spec);
+    return refusal == null ? null : refusal.detail();
   }
 
   private CompletionStage<String> bind(String node, PodKey key, PodSharing spec) {
@@ -718,9 +715,8 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         .<NodeActor.BindReply>ask(r -> new NodeActor.Bind(key, spec, r), timeout)
         .thenCompose(
             reply -> {
-              if (reply.error() != null) {
-                Kind kind = NodeActor.INVALID.equals(reply.error()) ? Kind.INVALID : Kind.CONFLICT;
-                throw ServiceException.of(kind, reply.reason());
+              if (reply.refusal() != null) {
+                throw ServiceException.refused(reply.refusal());
               }
               nodeChanged(node);
               return syncArbiter(node, reply.record()).thenApply(d -> node);

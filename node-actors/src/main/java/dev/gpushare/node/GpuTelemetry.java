@@ -205,7 +205,7 @@ final class GpuTelemetry {
         }
         PodKey key = member.key();
         PodUsage usage = usageOf(gpu, key.uid(), s.backend());
-        Share limits = member.spec().limits();
+        Share limits = member.shared().limits(); // only shared pods hold a share
         reports.put(pod, Changes.PodUsageReport.of(usage, limits, gpu));
         if (!book.isSharePoolPod(pod)) {
           continue; // a static pod is pinned for its whole life: shown, never released

@@ -13,6 +13,7 @@ import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes.EventNote;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.Refusal;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.gpu.GpuBackends;
@@ -69,9 +70,8 @@ public final class NodeActor
   public record SetGpuHealth(String uuid, boolean healthy, ActorRef<Record> replyTo)
       implements Command {}
 
-  /** Admission's answer: the record, or why the pod cannot be bound ({@code error} kind). */
-  public record BindReply(Record record, String error, FieldError reason)
-      implements JsonSerializable {}
+  /** Admission's answer: the record, and why the pod cannot be bound (null: it is bound). */
+  public record BindReply(Record record, Refusal refusal) implements JsonSerializable {}
 
   public sealed interface Event extends JsonSerializable {}
 
@@ -147,8 +147,9 @@ public final class NodeActor
     /** Requests of bound pods that share a GPU. */
     public Share requested() {
       return bound.values().stream()
-          .filter(b -> b.spec().kind() == PodSharing.Kind.SHARED)
-          .map(b -> b.spec().requests())
+          .map(Bound::spec)
+          .filter(PodSharing.Shared.class::isInstance)
+          .map(s -> ((PodSharing.Shared) s).requests())
           .reduce(Share.NONE, Share::plus);
     }
 
@@ -161,7 +162,7 @@ public final class NodeActor
     }
 
     int exclusiveGpus() {
-      return bound.values().stream().mapToInt(b -> b.spec().exclusiveGpus()).sum();
+      return bound.values().stream().mapToInt(b -> PodSharing.wholeGpus(b.spec())).sum();
     }
   }
 
@@ -251,19 +252,17 @@ public final class NodeActor
 
   private ReplyEffect<Event, Record> onBind(Record r, Bind c) {
     if (r.bound().containsKey(c.key().entityId())) {
-      return Effect().reply(c.replyTo(), new BindReply(r, null, null));
+      return Effect().reply(c.replyTo(), new BindReply(r, null));
     }
-    FieldError refusal = admission(r, c.spec());
+    Refusal refusal = admission(r, c.spec());
     if (refusal != null) {
-      return Effect().reply(c.replyTo(), new BindReply(r, refusalKind(refusal), refusal));
+      return Effect().reply(c.replyTo(), new BindReply(r, refusal));
     }
     PodBound bound = new PodBound(c.key(), c.spec());
     List<Event> events = new ArrayList<>();
     events.add(bound);
     events.addAll(resolve(apply(r, bound)));
-    return Effect()
-        .persist(events)
-        .thenReply(c.replyTo(), after -> new BindReply(after, null, null));
+    return Effect().persist(events).thenReply(c.replyTo(), after -> new BindReply(after, null));
   }
 
   private ReplyEffect<Event, Record> onUnbind(Record r, Unbind c) {
@@ -311,24 +310,14 @@ public final class NodeActor
     return Effect().persist(events).thenReply(replyTo, r -> r);
   }
 
-  /** {@link BindReply#error} of a refusal that is the pod's own fault (its policy label). */
-  static final String INVALID = "INVALID";
-
-  /** {@link BindReply#error} of a refusal by the node's state (room, whole GPUs, sharing). */
-  static final String CONFLICT = "CONFLICT";
-
-  /** {@link #INVALID} for a refusal of the pod's labels, else {@link #CONFLICT}. */
-  static String refusalKind(FieldError refusal) {
-    return refusal.field().startsWith("metadata.labels") ? INVALID : CONFLICT;
-  }
-
   /**
    * Why a pod may not be bound here, or {@code null}: SPEC §3 (the pod's policy must equal the
    * node's), §2 (no exclusive pods while sharing), requests within allocatable.
    */
-  private FieldError admission(Record r, PodSharing spec) {
+  private Refusal admission(Record r, PodSharing spec) {
     if (!r.registered()) {
-      return new FieldError("spec.nodeName", node, "node " + node + " is not registered");
+      return Refusal.conflict(
+          new FieldError("spec.nodeName", node, "node " + node + " is not registered"));
     }
     return NodeAdmission.refusal(r.admissionState(), spec);
   }

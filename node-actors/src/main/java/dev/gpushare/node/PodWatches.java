@@ -72,7 +72,7 @@ final class PodWatches {
         (v, e) -> {
           if (e != null) {
             result.completeExceptionally(e);
-          } else if (PodState.RUNNING.display().equals(v.state())) {
+          } else if (v.state() == PodState.RUNNING) {
             result.complete(v);
           }
         });

@@ -1,12 +1,9 @@
 package dev.gpushare.node;
 
-import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.PodKey;
-import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.node.api.ServiceException;
-import dev.gpushare.node.api.ServiceException.Kind;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -102,14 +99,7 @@ final class ServiceAsks {
               if (outcome.ok()) {
                 return outcome;
               }
-              Kind kind = "NOT_FOUND".equals(outcome.error()) ? Kind.NOT_FOUND : Kind.CONFLICT;
-              String field = "metadata.labels[" + SharePolicy.LABEL + "]";
-              String value =
-                  outcome.status() == null || outcome.status().spec().policy() == null
-                      ? null
-                      : outcome.status().spec().policy().label();
-              throw new ServiceException(
-                  kind, outcome.detail(), List.of(new FieldError(field, value, outcome.detail())));
+              throw ServiceException.refused(outcome.refusal());
             });
   }
 

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
@@ -99,7 +100,7 @@ class GpuTelemetryTest {
   static PodView running(String node, String name, int limit) throws Exception {
     await(service.createPod(GpuShareServiceTest.pod(node, name, limit, limit)));
     PodView p = await(service.demand("default", name));
-    assertEquals("Running", p.state(), () -> name + " runs");
+    assertEquals(PodState.RUNNING, p.state(), () -> name + " runs");
     return p;
   }
 
@@ -134,10 +135,10 @@ class GpuTelemetryTest {
     assertEquals(40779, used.usage().memoryLimitMiB());
     assertEquals(20, used.usage().absoluteUtilization());
     assertEquals(40, used.usage().relativeUtilization(), "denominator = the core limit (SPEC §7)");
-    assertEquals("Running", used.state());
+    assertEquals(PodState.RUNNING, used.state());
 
     PodView asleep = await(service.release("default", "use-a"));
-    assertEquals("Hibernation", asleep.state());
+    assertEquals(PodState.HIBERNATION, asleep.state());
     assertNull(asleep.workload(), "no GPU, nothing to export");
     assertNull(asleep.usage());
   }
@@ -157,7 +158,7 @@ class GpuTelemetryTest {
         awaitPod(
             "mem-a",
             "revoked, with its Event",
-            p -> p.state().equals("Hibernation") && hasEvent(p, PodNotes.MEMORY_EXCEEDED));
+            p -> p.state() == PodState.HIBERNATION && hasEvent(p, PodNotes.MEMORY_EXCEEDED));
     EventView e =
         revoked.events().stream()
             .filter(x -> x.reason().equals(PodNotes.MEMORY_EXCEEDED))
@@ -171,7 +172,7 @@ class GpuTelemetryTest {
     assertEquals(0, await(service.node("t-mem")).gpus().get(0).inUse().core(), "share freed");
     // The pod may demand again: it gets the GPU back (and is judged afresh).
     script("t-mem", 0);
-    assertEquals("Running", await(service.demand("default", "mem-a")).state());
+    assertEquals(PodState.RUNNING, await(service.demand("default", "mem-a")).state());
   }
 
   @Test
@@ -184,7 +185,7 @@ class GpuTelemetryTest {
 
     await(service.advance(Duration.ofMinutes(10)));
     PodView asked = awaitPod("idle-lazy", "asked to hibernate", p -> hasEvent(p, PodNotes.IDLE));
-    assertEquals("Running", asked.state(), "asked, not yet released");
+    assertEquals(PodState.RUNNING, asked.state(), "asked, not yet released");
     assertTrue(
         asked.events().stream()
             .anyMatch(
@@ -199,10 +200,10 @@ class GpuTelemetryTest {
         awaitPod(
             "idle-lazy",
             "released, with its Event",
-            p -> p.state().equals("Hibernation") && hasEvent(p, PodNotes.IDLE_RELEASED));
+            p -> p.state() == PodState.HIBERNATION && hasEvent(p, PodNotes.IDLE_RELEASED));
     assertTrue(hasEvent(released, PodNotes.IDLE_RELEASED), () -> "event: " + released.events());
     PodView stillBusy = await(service.pod("default", "idle-busy"));
-    assertEquals("Running", stillBusy.state(), "a working pod is never released");
+    assertEquals(PodState.RUNNING, stillBusy.state(), "a working pod is never released");
     assertEquals(0, countEvents(stillBusy, PodNotes.IDLE));
 
     // The busy pod stops working: its idle time starts now, not at its grant.
@@ -220,7 +221,8 @@ class GpuTelemetryTest {
     await(service.advance(Duration.ofMinutes(10)));
     PodView again =
         awaitPod("idle-busy", "asked a second time", p -> countEvents(p, PodNotes.IDLE) == 2);
-    assertEquals("Running", again.state(), "never released while it worked within the grace");
+    assertEquals(
+        PodState.RUNNING, again.state(), "never released while it worked within the grace");
   }
 
   @Test

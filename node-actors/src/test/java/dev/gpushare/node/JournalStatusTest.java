@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.JournalStatus;
@@ -137,11 +138,12 @@ class JournalStatusTest {
     assertEquals(
         ServiceException.Kind.UNAVAILABLE,
         refusal(service.createPod(GpuShareServiceTest.pod("gate", "b", 10, 100))).kind());
-    assertEquals("Hibernation", await(service.pod("default", "a")).state(), "reads still work");
+    assertEquals(
+        PodState.HIBERNATION, await(service.pod("default", "a")).state(), "reads still work");
 
     journal.unwritable = null;
     assertEquals(Optional.empty(), service.notReady());
-    assertEquals("Running", await(service.demand("default", "a")).state());
+    assertEquals(PodState.RUNNING, await(service.demand("default", "a")).state());
   }
 
   @Test
@@ -170,7 +172,7 @@ class JournalStatusTest {
 
     journalKit.resetPolicy();
     // The arbiter restarted and recovered without the failed write: the demand can be made again.
-    assertEquals("Hibernation", await(service.pod("default", "c")).state());
-    assertEquals("Running", await(service.demand("default", "c")).state());
+    assertEquals(PodState.HIBERNATION, await(service.pod("default", "c")).state());
+    assertEquals(PodState.RUNNING, await(service.demand("default", "c")).state());
   }
 }

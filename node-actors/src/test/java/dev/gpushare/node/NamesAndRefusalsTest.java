@@ -10,6 +10,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
@@ -184,9 +185,9 @@ class NamesAndRefusalsTest {
     PodView created =
         await(service.createPod(pod(NAMESPACE, podName, uid, nodeName, "share-pool", 10)));
     assertEquals(podName, created.name());
-    assertEquals("Running", await(service.demand(NAMESPACE, podName)).state());
+    assertEquals(PodState.RUNNING, await(service.demand(NAMESPACE, podName)).state());
     assertEquals(0, await(service.pod(NAMESPACE, podName)).gpu().index());
-    assertEquals("Hibernation", await(service.release(NAMESPACE, podName)).state());
+    assertEquals(PodState.HIBERNATION, await(service.release(NAMESPACE, podName)).state());
     assertEquals(podName, await(service.deletePod(NAMESPACE, podName)).name());
     refused(Kind.NOT_FOUND, () -> service.pod(NAMESPACE, podName));
 

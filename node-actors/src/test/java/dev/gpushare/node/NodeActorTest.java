@@ -17,6 +17,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes.EventNote;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.arbiter.Refusal;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
@@ -269,14 +270,14 @@ class NodeActorTest {
 
     CommandResultWithReply<Command, Event, Record, BindReply> bind = bind("s", staticPod(10));
 
-    assertEquals("INVALID", bind.reply().error());
+    assertEquals(Refusal.Kind.INVALID, bind.reply().refusal().kind());
     assertEquals(
         new FieldError(
             POLICY_FIELD,
             "static",
             "the pod's gpu-share-policy static must equal the policy in force on node"
                 + " gpu-node-1, which is share-pool"),
-        bind.reply().reason());
+        bind.reply().refusal().reason());
     assertTrue(bind.hasNoEvents());
     assertTrue(bind.state().bound().isEmpty());
   }
@@ -284,26 +285,26 @@ class NodeActorTest {
   @Test
   void requestsBeyondOneHundredPercentPerGpuAreRefused() {
     register(2, Map.of(POLICY, "share-pool"), Map.of());
-    assertNull(bind("p1", poolPod(100)).reply().error());
+    assertNull(bind("p1", poolPod(100)).reply().refusal());
     CommandResultWithReply<Command, Event, Record, BindReply> p2 = bind("p2", poolPod(90));
-    assertNull(p2.reply().error());
+    assertNull(p2.reply().refusal());
     assertEquals(List.of(new PodBound(key("p2"), poolPod(90))), p2.events());
 
     CommandResultWithReply<Command, Event, Record, BindReply> p3 = bind("p3", poolPod(20));
-    assertEquals("CONFLICT", p3.reply().error());
-    assertEquals("spec.containers.resources.requests", p3.reply().reason().field());
-    assertEquals("core 20%, memory 20%", p3.reply().reason().value());
+    assertEquals(Refusal.Kind.CONFLICT, p3.reply().refusal().kind());
+    assertEquals("spec.containers.resources.requests", p3.reply().refusal().field());
+    assertEquals("core 20%, memory 20%", p3.reply().refusal().reason().value());
     assertTrue(
         p3.reply()
-            .reason()
-            .message()
+            .refusal()
+            .detail()
             .contains(
                 "has only core 10%, memory 10% of its core 200%, memory 200% allocatable left"),
-        p3.reply().reason().message());
+        p3.reply().refusal().detail());
     assertTrue(p3.hasNoEvents());
 
     CommandResultWithReply<Command, Event, Record, BindReply> p4 = bind("p4", poolPod(10));
-    assertNull(p4.reply().error(), "exactly full fits");
+    assertNull(p4.reply().refusal(), "exactly full fits");
     assertEquals(new Share(200, 200), p4.reply().record().requested());
   }
 
@@ -314,7 +315,7 @@ class NodeActorTest {
 
     CommandResultWithReply<Command, Event, Record, BindReply> again = bind("p1", poolPod(60));
 
-    assertNull(again.reply().error());
+    assertNull(again.reply().refusal());
     assertTrue(again.hasNoEvents());
     assertEquals(new Share(60, 60), again.state().requested(), "counted once");
   }
@@ -326,9 +327,10 @@ class NodeActorTest {
     CommandResultWithReply<Command, Event, Record, BindReply> bind =
         bind("train", PodSharing.exclusive(1));
 
-    assertEquals("CONFLICT", bind.reply().error());
-    assertEquals("spec.containers.resources.limits[nvidia.com/gpu]", bind.reply().reason().field());
-    assertEquals("1", bind.reply().reason().value());
+    assertEquals(Refusal.Kind.CONFLICT, bind.reply().refusal().kind());
+    assertEquals(
+        "spec.containers.resources.limits[nvidia.com/gpu]", bind.reply().refusal().field());
+    assertEquals("1", bind.reply().refusal().reason().value());
     assertTrue(bind.hasNoEvents());
   }
 
@@ -337,11 +339,11 @@ class NodeActorTest {
     register(2, Map.of(), Map.of());
     CommandResultWithReply<Command, Event, Record, BindReply> train =
         bind("train", PodSharing.exclusive(2));
-    assertNull(train.reply().error());
+    assertNull(train.reply().refusal());
     assertEquals(List.of(new PodBound(key("train"), PodSharing.exclusive(2))), train.events());
     assertEquals(
-        "CONFLICT",
-        bind("more", PodSharing.exclusive(1)).reply().error(),
+        Refusal.Kind.CONFLICT,
+        bind("more", PodSharing.exclusive(1)).reply().refusal().kind(),
         "both whole GPUs are taken");
     Instant now = clock.advance(Duration.ofMinutes(1));
 
@@ -366,7 +368,9 @@ class NodeActorTest {
         new NodeEventRecorded(new EventNote("Warning", "ExclusiveGPUPodsPresent", message, now)),
         on.events().get(on.events().size() - 1));
     assertEquals(
-        "INVALID", bind("nb", poolPod(10)).reply().error(), "share-pool is not in force yet");
+        Refusal.Kind.INVALID,
+        bind("nb", poolPod(10)).reply().refusal().kind(),
+        "share-pool is not in force yet");
 
     CommandResultWithReply<Command, Event, Record, Record> gone =
         kit.runCommand(r -> new Unbind(key("train"), r));
@@ -384,8 +388,8 @@ class NodeActorTest {
   void aPodCannotBeBoundToAnUnregisteredNode() {
     CommandResultWithReply<Command, Event, Record, BindReply> bind = bind("p", poolPod(10));
 
-    assertEquals("CONFLICT", bind.reply().error());
-    assertEquals("spec.nodeName", bind.reply().reason().field());
+    assertEquals(Refusal.Kind.CONFLICT, bind.reply().refusal().kind());
+    assertEquals("spec.nodeName", bind.reply().refusal().field());
     assertTrue(bind.hasNoEvents());
   }
 
@@ -410,8 +414,8 @@ class NodeActorTest {
         List.of("False|PolicyChangePending", "True|share-pool"),
         pending.reply().conditions().stream().map(c -> c.status() + "|" + c.reason()).toList());
 
-    assertEquals("INVALID", bind("s", staticPod(10)).reply().error());
-    assertNull(bind("b", poolPod(10)).reply().error(), "share-pool pods still bind");
+    assertEquals(Refusal.Kind.INVALID, bind("s", staticPod(10)).reply().refusal().kind());
+    assertNull(bind("b", poolPod(10)).reply().refusal(), "share-pool pods still bind");
 
     Record stillPending = kit.<Record>runCommand(r -> new Unbind(key("a"), r)).reply();
     assertEquals(SharePolicy.SHARE_POOL, stillPending.config().active());
@@ -425,7 +429,7 @@ class NodeActorTest {
     assertEquals(
         new EventNote("Normal", "GPUSharePolicyChanged", "gpu share policy is static.", now),
         done.reply().events().get(done.reply().events().size() - 1));
-    assertNull(bind("s", staticPod(10)).reply().error(), "static pods bind now");
+    assertNull(bind("s", staticPod(10)).reply().refusal(), "static pods bind now");
   }
 
   @Test

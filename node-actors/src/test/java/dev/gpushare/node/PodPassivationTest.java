@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.Views.PodView;
 import java.nio.file.Path;
@@ -57,12 +58,12 @@ class PodPassivationTest {
     await(service.putNode(node("pz", 1, null)));
     await(service.createPod(pod("pz", "a", 50, 60)));
     await(service.createPod(pod("pz", "b", 50, 60)));
-    assertEquals("Running", await(service.demand("default", "a")).state());
-    assertEquals("Ready", await(service.demand("default", "b")).state());
+    assertEquals(PodState.RUNNING, await(service.demand("default", "a")).state());
+    assertEquals(PodState.READY, await(service.demand("default", "b")).state());
     clock.advance(Duration.ofSeconds(7));
-    assertEquals("Hibernation", await(service.release("default", "a")).state());
+    assertEquals(PodState.HIBERNATION, await(service.release("default", "a")).state());
     PodView before = await(service.pod("default", "b"));
-    assertEquals("Running", before.state(), "b got the GPU that a released");
+    assertEquals(PodState.RUNNING, before.state(), "b got the GPU that a released");
 
     awaitGone(Entities.POD, "pz:default/a/");
     awaitGone(Entities.POD, "pz:default/b/");
@@ -74,11 +75,11 @@ class PodPassivationTest {
     PodView after = await(service.pod("default", "b"));
     assertEquals(before, after, "recovered from the journal with everything it had");
     PodView a = await(service.demand("default", "a"));
-    assertEquals("Ready", a.state(), "a recovered pod is decided for as before");
+    assertEquals(PodState.READY, a.state(), "a recovered pod is decided for as before");
     assertEquals(1, a.queuePosition());
-    assertEquals("Hibernation", await(service.release("default", "b")).state());
+    assertEquals(PodState.HIBERNATION, await(service.release("default", "b")).state());
     PodView granted = await(service.pod("default", "a"));
-    assertEquals("Running", granted.state());
+    assertEquals(PodState.RUNNING, granted.state());
     assertEquals(0, granted.gpu().index());
   }
 

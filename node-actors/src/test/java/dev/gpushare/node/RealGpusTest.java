@@ -14,6 +14,7 @@ import dev.gpushare.gpu.GpuHealth;
 import dev.gpushare.gpu.GpuProcessSample;
 import dev.gpushare.gpu.GpuSample;
 import dev.gpushare.node.api.GpuShareService;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import java.nio.file.Path;
@@ -172,9 +173,9 @@ class RealGpusTest {
     awaitNode(
         "GPU 1 unhealthy and out of the capacity",
         n ->
-            n.gpus().get(1).health().equals("Unhealthy")
+            n.gpus().get(1).health() == Health.UNHEALTHY
                 && "100".equals(n.status().capacity().get("alibabacloud.com/gpu-core.percentage")));
     hardware.unhealthy.remove(1);
-    awaitNode("GPU 1 healthy again", n -> !n.gpus().get(1).health().equals("Unhealthy"));
+    awaitNode("GPU 1 healthy again", n -> n.gpus().get(1).health() != Health.UNHEALTHY);
   }
 }

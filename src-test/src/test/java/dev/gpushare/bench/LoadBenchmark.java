@@ -2,6 +2,7 @@ package dev.gpushare.bench;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.bench.BenchSupport.Jdbc;
 import dev.gpushare.bench.BenchSupport.Runtime;
 import dev.gpushare.node.api.GpuShareService;
@@ -706,7 +707,7 @@ public final class LoadBenchmark {
                   failed(pod, error, next);
                   return;
                 }
-                if ("Running".equals(view.state())) {
+                if (view.state() == PodState.RUNNING) {
                   granted(pod, intended, next);
                   return;
                 }
@@ -717,7 +718,7 @@ public final class LoadBenchmark {
                     .awaitGrant(BenchSupport.NS, pod.name(), Duration.ofSeconds(60))
                     .whenComplete(
                         (PodView v, Throwable e) -> {
-                          if (e != null || !"Running".equals(v.state())) {
+                          if (e != null || v.state() != PodState.RUNNING) {
                             failed(pod, e != null ? e : new IllegalStateException("" + v), next);
                           } else {
                             granted(pod, intended, next);

@@ -2,6 +2,7 @@ package dev.gpushare.bench;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.bench.BenchSupport.Runtime;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.PersistenceProfiles;
@@ -122,7 +123,7 @@ public final class PodHeapBenchmark {
             "node-0: %d pods, %d in Hibernation; listing them: %.0f ms idle (%.2f ms per pod),"
                 + " %.0f ms again right after (%.2f ms per pod)%n",
             onFirst.size(),
-            onFirst.stream().filter(p -> "Hibernation".equals(p.state())).count(),
+            onFirst.stream().filter(p -> p.state() == PodState.HIBERNATION).count(),
             cold / 1e6,
             cold / 1e6 / onFirst.size(),
             warm / 1e6,

@@ -1,6 +1,7 @@
 package dev.gpushare.arbiter.actor;
 
 import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
@@ -11,6 +12,7 @@ import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.arbiter.Refusal;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice;
@@ -141,25 +143,28 @@ public final class NodeArbiter
       PodStatus status,
       Integer queuePosition,
       Instant at,
-      String error,
-      String detail,
+      Refusal refusal,
       List<EventNote> events,
       List<ConditionNote> conditions)
       implements JsonSerializable {
-    public static final Outcome DONE = new Outcome(null, null, null, null, null);
+    public static final Outcome DONE = new Outcome(null, null, null, null);
 
     public Outcome {
       events = events == null ? List.of() : List.copyOf(events);
       conditions = conditions == null ? List.of() : List.copyOf(conditions);
     }
 
-    public Outcome(
-        PodStatus status, Integer queuePosition, Instant at, String error, String detail) {
-      this(status, queuePosition, at, error, detail, List.of(), List.of());
+    public Outcome(PodStatus status, Integer queuePosition, Instant at, Refusal refusal) {
+      this(status, queuePosition, at, refusal, List.of(), List.of());
     }
 
     public boolean ok() {
-      return error == null;
+      return refusal == null;
+    }
+
+    /** What was refused and why, or null when {@link #ok()}. */
+    public String detail() {
+      return refusal == null ? null : refusal.detail();
     }
 
     public static Outcome of(ShareBook book, String pod, Instant at) {
@@ -172,18 +177,30 @@ public final class NodeArbiter
                       book.queue().position(pod).orElse(null),
                       at,
                       null,
-                      null,
                       m == null ? List.of() : m.events(),
                       m == null ? List.of() : m.conditions()))
           .orElse(notFound("pod " + pod + " is not bound to node " + book.node()));
     }
 
+    /** No such pod on the node: {@link Refusal.Kind#NOT_FOUND}. */
     static Outcome notFound(String detail) {
-      return new Outcome(null, null, null, "NOT_FOUND", detail);
+      return new Outcome(null, null, null, Refusal.notFound(policyField(null, detail)));
     }
 
+    /**
+     * The node's state forbids it: {@link Refusal.Kind#CONFLICT}, naming the pod's policy label
+     * (what decides whether a pod takes part in arbitration), with its value when the pod has one.
+     */
     static Outcome conflict(PodStatus status, String detail) {
-      return new Outcome(status, null, null, "CONFLICT", detail);
+      return new Outcome(status, null, null, Refusal.conflict(policyField(status, detail)));
+    }
+
+    private static FieldError policyField(PodStatus status, String detail) {
+      String value =
+          status != null && status.spec() instanceof PodSharing.Shared shared
+              ? shared.policy().label()
+              : null;
+      return new FieldError("metadata.labels[" + SharePolicy.LABEL + "]", value, detail);
     }
   }
 
@@ -686,9 +703,9 @@ public final class NodeArbiter
     if (!book.isSharePoolPod(pod)) {
       PodSharing spec = book.members().get(pod).spec();
       String why =
-          spec.kind() != PodSharing.Kind.SHARED
+          !(spec instanceof PodSharing.Shared shared)
               ? "it does not ask for a GPU share (no alibabacloud.com/gpu-core.percentage)"
-              : spec.policy() == SharePolicy.STATIC
+              : shared.policy() == SharePolicy.STATIC
                   ? "it is a static pod, pinned for its whole life (no demand or release)"
                   : "node " + node + " has policy " + book.policy() + ", not share-pool";
       return Outcome.conflict(

@@ -17,6 +17,7 @@ import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.PodStatus;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.ReadyQueue;
+import dev.gpushare.arbiter.Refusal;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.SharePolicy;
@@ -310,13 +311,13 @@ class NodeArbiterTest {
     add("s", pinnedSpec(30));
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> demand = demand("s");
-    assertEquals("CONFLICT", demand.reply().error());
+    assertEquals(Refusal.Kind.CONFLICT, demand.reply().refusal().kind());
     assertTrue(demand.reply().detail().contains("default/s"), demand.reply().detail());
     assertTrue(demand.reply().detail().contains("static pod"), demand.reply().detail());
     assertTrue(demand.hasNoEvents());
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> release = release("s");
-    assertEquals("CONFLICT", release.reply().error());
+    assertEquals(Refusal.Kind.CONFLICT, release.reply().refusal().kind());
     assertTrue(release.hasNoEvents());
     assertTrue(kit.getState().queue().isEmpty());
   }
@@ -329,14 +330,14 @@ class NodeArbiterTest {
     add("plain", PodSharing.PLAIN);
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> demand = demand("p");
-    assertEquals("CONFLICT", demand.reply().error());
+    assertEquals(Refusal.Kind.CONFLICT, demand.reply().refusal().kind());
     assertEquals(
         "cannot raise demand for pod default/p: node n1 has policy static, not share-pool",
         demand.reply().detail());
     assertTrue(demand.hasNoEvents());
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> plain = demand("plain");
-    assertEquals("CONFLICT", plain.reply().error());
+    assertEquals(Refusal.Kind.CONFLICT, plain.reply().refusal().kind());
     assertTrue(plain.reply().detail().contains("gpu-core.percentage"), plain.reply().detail());
     assertTrue(plain.hasNoEvents());
   }
@@ -346,13 +347,13 @@ class NodeArbiterTest {
     sharePoolNode(1, QosConfig.DEFAULT);
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> demand = demand("ghost");
-    assertEquals("NOT_FOUND", demand.reply().error());
+    assertEquals(Refusal.Kind.NOT_FOUND, demand.reply().refusal().kind());
     assertNull(demand.reply().status());
     assertTrue(demand.reply().detail().contains(id("ghost")), demand.reply().detail());
     assertTrue(demand.hasNoEvents());
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> release = release("ghost");
-    assertEquals("NOT_FOUND", release.reply().error());
+    assertEquals(Refusal.Kind.NOT_FOUND, release.reply().refusal().kind());
     assertTrue(release.hasNoEvents());
   }
 
@@ -633,7 +634,7 @@ class NodeArbiterTest {
 
     CommandResultWithReply<Command, Event, ShareBook, Outcome> dropped =
         run(r -> new SetGpus(gpus(1), r));
-    assertEquals("CONFLICT", dropped.reply().error());
+    assertEquals(Refusal.Kind.CONFLICT, dropped.reply().refusal().kind());
     assertEquals(
         "GPU 1 ("
             + uuid(1)
@@ -646,7 +647,10 @@ class NodeArbiterTest {
         List.of(gpus(2).get(0), new ShareBook.GpuSlot(1, "GPU-other", true));
     CommandResultWithReply<Command, Event, ShareBook, Outcome> swapped =
         run(r -> new SetGpus(replaced, r));
-    assertEquals("CONFLICT", swapped.reply().error(), "another device under the same index");
+    assertEquals(
+        Refusal.Kind.CONFLICT,
+        swapped.reply().refusal().kind(),
+        "another device under the same index");
     assertTrue(swapped.hasNoEvents());
 
     assertEquals(Outcome.DONE, run(r -> new RemovePod(id("b"), r)).reply());
@@ -747,7 +751,9 @@ class NodeArbiterTest {
     Outcome a = kit.<Outcome>runCommand(r -> new GetPod(id("a"), r)).reply();
     assertStatus(a, PodState.RUNNING, 0);
     assertNull(a.queuePosition());
-    assertEquals("NOT_FOUND", kit.<Outcome>runCommand(r -> new GetPod(id("x"), r)).reply().error());
+    assertEquals(
+        Refusal.Kind.NOT_FOUND,
+        kit.<Outcome>runCommand(r -> new GetPod(id("x"), r)).reply().refusal().kind());
   }
 
   @Test

@@ -96,7 +96,7 @@ public class ShareBookBenchmark {
     roundBook = roundBook(gpus, queued);
     grantLoads = grantBook.loads();
     grantHead = grantBook.queue().head().orElseThrow().pod();
-    grantHeadLimits = grantBook.members().get(grantHead).spec().limits();
+    grantHeadLimits = grantBook.members().get(grantHead).shared().limits();
     int decisions = (int) (roundBook.settle(NOW).decisions() - roundBook.decisions());
     System.out.printf(
         Locale.ROOT,

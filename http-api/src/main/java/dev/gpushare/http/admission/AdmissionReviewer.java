@@ -148,8 +148,7 @@ public final class AdmissionReviewer {
     if (!errors.isEmpty()) {
       return answer(denied(request.uid(), pod, errors));
     }
-    PodSharing sharing = parsed.value();
-    if (sharing.kind() != PodSharing.Kind.SHARED) {
+    if (!(parsed.value() instanceof PodSharing.Shared sharing)) {
       // Not reached: a pod that marks sharing is SHARED or has errors; allow what shares nothing.
       return answer(allowed(request.uid()).build());
     }
@@ -319,7 +318,7 @@ public final class AdmissionReviewer {
   /** The JSONPatch operations and the warnings for a valid sharing pod. */
   private record Mutation(ArrayNode patch, List<String> warnings) {}
 
-  private static Mutation mutation(AdmittedPod pod, PodSharing sharing) {
+  private static Mutation mutation(AdmittedPod pod, PodSharing.Shared sharing) {
     ArrayNode patch = NODES.arrayNode();
     List<String> warnings = new ArrayList<>();
     Map<String, String> annotations = pod.manifest().annotations();

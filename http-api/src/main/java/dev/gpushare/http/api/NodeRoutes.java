@@ -8,8 +8,10 @@ import dev.gpushare.http.server.ApiDirectives;
 import dev.gpushare.http.server.ManifestReader;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.StatusCodes;
@@ -97,15 +99,18 @@ public final class NodeRoutes extends ApiDirectives {
             ManifestReader.Format.JSON,
             "{\"health\":\"Healthy\"} or {\"health\":\"Unhealthy\"}");
     JsonNode health = root == null ? null : root.get("health");
-    String value = health == null || !health.isTextual() ? null : health.asText();
-    if (!"Healthy".equals(value) && !"Unhealthy".equals(value)) {
+    Optional<Health> value =
+        health == null || !health.isTextual()
+            ? Optional.empty()
+            : Health.fromDisplay(health.asText());
+    if (value.isEmpty()) {
       String given = health == null ? null : health.toString();
       throw ServiceException.of(
           ServiceException.Kind.INVALID,
           new FieldError(
               "health", given, "health is " + given + "; want \"Healthy\" or \"Unhealthy\""));
     }
-    return answerOk(() -> service.setGpuHealth(name, index, "Healthy".equals(value)));
+    return answerOk(() -> service.setGpuHealth(name, index, value.get().healthy()));
   }
 
   /**

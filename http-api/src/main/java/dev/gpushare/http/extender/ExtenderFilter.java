@@ -8,6 +8,7 @@ import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -57,14 +58,13 @@ public final class ExtenderFilter {
    * @param node what the arbiter shows of the node; {@code null} when it does not know it
    */
   public static Verdict verdict(PodSharing pod, String nodeName, NodeView node) {
-    switch (pod.kind()) {
-      case PLAIN:
-        return Verdict.PASS;
-      case EXCLUSIVE:
-        return exclusive(pod, nodeName, node);
-      default:
-        return shared(pod, nodeName, node);
+    if (pod instanceof PodSharing.Shared shared) {
+      return shared(shared, nodeName, node);
     }
+    if (pod instanceof PodSharing.Exclusive exclusive) {
+      return exclusive(exclusive, nodeName, node);
+    }
+    return Verdict.PASS;
   }
 
   /** Every node's verdict, by name in {@code names}' order. */
@@ -77,7 +77,7 @@ public final class ExtenderFilter {
     return out;
   }
 
-  private static Verdict exclusive(PodSharing pod, String nodeName, NodeView node) {
+  private static Verdict exclusive(PodSharing.Exclusive pod, String nodeName, NodeView node) {
     if (node == null) {
       return Verdict.PASS;
     }
@@ -91,13 +91,13 @@ public final class ExtenderFilter {
             + " shares its GPUs (gpu share policy "
             + active
             + " in force); the pod asks for "
-            + pod.exclusiveGpus()
+            + pod.gpus()
             + " whole GPU(s) ("
             + ShareRequestRules.EXCLUSIVE_GPU
             + "): pods holding whole GPUs only go to nodes with gpu share policy none (SPEC §2, §8)");
   }
 
-  private static Verdict shared(PodSharing pod, String nodeName, NodeView node) {
+  private static Verdict shared(PodSharing.Shared pod, String nodeName, NodeView node) {
     SharePolicy wanted = pod.policy();
     if (node == null) {
       return Verdict.unresolvable(
@@ -152,18 +152,18 @@ public final class ExtenderFilter {
   }
 
   /** The share a GPU must hold for {@code pod}: limits in share-pool, requests in static. */
-  static Share need(PodSharing pod) {
+  static Share need(PodSharing.Shared pod) {
     return pod.held();
   }
 
   /** What the share-pool and static models reserve on a GPU, for messages. */
-  static String needName(PodSharing pod) {
+  static String needName(PodSharing.Shared pod) {
     return pod.policy() == SharePolicy.SHARE_POOL
         ? "limits (share-pool reserves limits on a GPU)"
         : "requests (static pins requests on a GPU)";
   }
 
-  private static Verdict perGpuFit(PodSharing pod, String nodeName, NodeView node) {
+  private static Verdict perGpuFit(PodSharing.Shared pod, String nodeName, NodeView node) {
     Share need = need(pod);
     List<String> seen = new ArrayList<>();
     List<GpuView> gpus = node.gpus() == null ? List.of() : node.gpus();
@@ -194,7 +194,7 @@ public final class ExtenderFilter {
   }
 
   static boolean healthy(GpuView gpu) {
-    return "Healthy".equals(gpu.health());
+    return gpu.health() == Health.HEALTHY;
   }
 
   static Share used(GpuView gpu) {
@@ -202,7 +202,7 @@ public final class ExtenderFilter {
   }
 
   static SharePolicy policy(NodeView node) {
-    return SharePolicy.fromLabel(node.policy()).orElse(SharePolicy.NONE);
+    return node.policy() == null ? SharePolicy.NONE : node.policy();
   }
 
   private static NodeCondition condition(NodeView node, String type) {

@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.GpuLoad;
 import dev.gpushare.arbiter.Placement;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
@@ -129,10 +130,10 @@ public final class ExtenderScores {
   }
 
   /** The workload for scoring {@code pod}: the arbiter's pods of its model, or the trace's. */
-  public static TargetWorkload workload(PodSharing pod, List<PodView> known) {
+  public static TargetWorkload workload(PodSharing.Shared pod, List<PodView> known) {
     List<PodSpec> specs = new ArrayList<>();
     for (PodView p : known) {
-      if (!pod.policy().label().equals(p.policy())) {
+      if (pod.policy() != p.policy()) {
         continue;
       }
       ShareView share = pod.policy().held(p.requests(), p.limits());
@@ -151,7 +152,7 @@ public final class ExtenderScores {
    * {@code measure} is against {@link #workload} (unused by best fit).
    */
   public static int score(
-      Policy policy, PodSharing pod, NodeView node, FragmentationMeasure measure) {
+      Policy policy, PodSharing.Shared pod, NodeView node, FragmentationMeasure measure) {
     return score(policy, GpuChoice.BEST_FIT, pod, node, List.of(), measure);
   }
 
@@ -163,7 +164,7 @@ public final class ExtenderScores {
   public static int score(
       Policy policy,
       GpuChoice choice,
-      PodSharing pod,
+      PodSharing.Shared pod,
       NodeView node,
       List<PodView> pods,
       FragmentationMeasure measure) {
@@ -238,13 +239,11 @@ public final class ExtenderScores {
   static List<GpuLoad> loads(NodeView node, List<PodView> pods) {
     Map<Integer, Map<String, Share>> held = new HashMap<>();
     for (PodView p : pods) {
-      if (!node.name().equals(p.node()) || p.gpu() == null || !"Running".equals(p.state())) {
+      if (!node.name().equals(p.node()) || p.gpu() == null || p.state() != PodState.RUNNING) {
         continue;
       }
       var share =
-          SharePolicy.fromLabel(p.policy())
-              .orElse(SharePolicy.SHARE_POOL)
-              .held(p.requests(), p.limits());
+          (p.policy() == null ? SharePolicy.SHARE_POOL : p.policy()).held(p.requests(), p.limits());
       if (share != null) {
         held.computeIfAbsent(p.gpu().index(), i -> new LinkedHashMap<>())
             .put(p.namespace() + "/" + p.name(), new Share(share.core(), share.memory()));

@@ -131,7 +131,7 @@ public final class SchedulerExtenderRoutes extends ApiDirectives {
       return complete(json(StatusCodes.OK, filterResult(args, Map.of(), error)));
     }
     PodSharing pod = parsed.value();
-    if (pod.kind() == PodSharing.Kind.PLAIN) {
+    if (pod instanceof PodSharing.Plain) {
       return complete(json(StatusCodes.OK, filterResult(args, passAll(args), "")));
     }
     return answer(
@@ -204,10 +204,9 @@ public final class SchedulerExtenderRoutes extends ApiDirectives {
     GpuChoice choice = service.gpuChoice();
     ExtenderArgs args = ExtenderArgs.read(body);
     Parsed<PodSharing> parsed = ShareRequestRules.validate(args.pod());
-    if (!parsed.ok() || parsed.value().kind() != PodSharing.Kind.SHARED) {
+    if (!parsed.ok() || !(parsed.value() instanceof PodSharing.Shared pod)) {
       return complete(json(StatusCodes.OK, priorities(args.nodeNames(), Map.of())));
     }
-    PodSharing pod = parsed.value();
     return answer(
         () -> service.nodes().thenCombine(service.pods(Optional.empty()), Map::entry),
         state -> {

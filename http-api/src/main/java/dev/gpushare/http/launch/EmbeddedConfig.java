@@ -8,6 +8,7 @@ import com.typesafe.config.ConfigParseOptions;
 import com.typesafe.config.ConfigValue;
 import com.typesafe.config.ConfigValueType;
 import dev.gpushare.arbiter.GpuChoice;
+import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.http.server.HttpLimits;
@@ -30,7 +31,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
-import java.util.regex.Pattern;
 
 /**
  * The embedded mode's configuration: the {@code gpushare} section of the built-in resource {@value
@@ -122,8 +122,6 @@ public record EmbeddedConfig(
           "allocatable",
           "gpu-model",
           "gpu-memory-mib");
-  private static final Pattern DNS_SUBDOMAIN =
-      Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
 
   /** The built-in configuration alone (unresolved). */
   public static Config builtIn() {
@@ -393,9 +391,7 @@ public record EmbeddedConfig(
             at,
             "a node name: a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')",
             text ->
-                text.length() <= 253 && DNS_SUBDOMAIN.matcher(text).matches()
-                    ? Optional.of(text)
-                    : Optional.empty());
+                KubernetesNames.isDns1123Subdomain(text) ? Optional.of(text) : Optional.empty());
     Map<String, String> labels = errors.stringMap(node, "labels", at);
     Map<String, String> annotations = errors.stringMap(node, "annotations", at);
     Map<String, String> capacity = errors.quantities(node, "capacity", at, true);

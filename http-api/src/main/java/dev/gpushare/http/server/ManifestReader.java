@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.InputJson;
+import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.arbiter.PodManifest.ContainerResources;
@@ -23,7 +24,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Pattern;
 
 /**
  * Reads the Pod and Node manifests that users give {@code kubectl apply -f}, in JSON or YAML, into
@@ -51,10 +51,6 @@ public final class ManifestReader {
       List.of("application/json", "application/yaml", "application/x-yaml", "text/yaml");
 
   public static final String DEFAULT_NAMESPACE = "default";
-
-  private static final Pattern DNS_SUBDOMAIN =
-      Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  private static final Pattern DNS_LABEL = Pattern.compile("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
 
   private static final ObjectReader JSON_READER = InputJson.tree();
   private static final ObjectReader YAML_READER =
@@ -122,7 +118,7 @@ public final class ManifestReader {
         metadata == null ? null : f.string(metadata, "namespace", "metadata.namespace", false);
     if (namespace == null) {
       namespace = DEFAULT_NAMESPACE;
-    } else if (!DNS_LABEL.matcher(namespace).matches() || namespace.length() > 63) {
+    } else if (!KubernetesNames.isDns1123Label(namespace)) {
       f.add(
           "metadata.namespace",
           namespace,
@@ -304,7 +300,7 @@ public final class ManifestReader {
     }
 
     void dnsSubdomain(String name, String path) {
-      if (name.length() > 253 || !DNS_SUBDOMAIN.matcher(name).matches()) {
+      if (!KubernetesNames.isDns1123Subdomain(name)) {
         add(
             path,
             name,

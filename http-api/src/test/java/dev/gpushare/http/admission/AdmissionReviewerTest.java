@@ -2,6 +2,7 @@ package dev.gpushare.http.admission;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -97,13 +98,13 @@ class AdmissionReviewerTest {
     assertFalse(response.has("warnings"), answer.toString());
   }
 
-  private static PodSharing sharingOf(JsonNode review) {
+  private static PodSharing.Shared sharingOf(JsonNode review) {
     JsonNode request = review.get("request");
     Parsed<PodSharing> parsed =
         ShareRequestRules.validate(
             AdmittedPod.read(request.get("object"), request.path("namespace").asText()).manifest());
     assertTrue(parsed.ok(), parsed.errorSummary());
-    return parsed.value();
+    return assertInstanceOf(PodSharing.Shared.class, parsed.value());
   }
 
   /** What stock Kubernetes demands of extended resources: a limit equal to the request. */
@@ -151,7 +152,7 @@ class AdmissionReviewerTest {
     assertLimitsEqualRequests(after);
     assertAllowedUnchanged(after, mutate(after));
     assertAllowedUnchanged(after, validate(after));
-    PodSharing sharing = sharingOf(after);
+    PodSharing.Shared sharing = sharingOf(after);
     assertEquals(new Share(10, 10), sharing.requests());
     assertEquals(new Share(100, 100), sharing.limits(), "the user's limits, from the annotations");
     assertEquals("demo", sharing.container());

@@ -8,6 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.http.server.Json;
 import dev.gpushare.node.api.ServiceException;
@@ -427,8 +429,8 @@ class HttpApiTest {
             "b",
             "uid-b",
             "node-1",
-            "share-pool",
-            "Running",
+            SharePolicy.SHARE_POOL,
+            PodState.RUNNING,
             plain.requests(),
             plain.limits(),
             plain.gpu(),

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.NodeView;
@@ -126,8 +128,8 @@ class MetricsRoutesTest {
             "b",
             "uid-b",
             "node-1",
-            "share-pool",
-            "Running",
+            SharePolicy.SHARE_POOL,
+            PodState.RUNNING,
             null,
             null,
             new GpuRef(0, "GPU-0"),

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 /** Each filter rule of SPEC §8, with the reason a refused node gets. */
 class ExtenderFilterTest {
 
-  static PodSharing shared(SharePolicy policy, int request, int limit) {
+  static PodSharing.Shared shared(SharePolicy policy, int request, int limit) {
     return PodSharing.shared(
         policy, new Share(request, request), new Share(limit, limit), "notebook");
   }

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.PodSharing;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
@@ -30,16 +31,16 @@ import org.junit.jupiter.api.Test;
 class ExtenderScoresTest {
   static final FragmentationMeasure TRACE = new FragmentationMeasure(ExtenderScores.TRACE_WORKLOAD);
 
-  static PodSharing pool(int limit) {
+  static PodSharing.Shared pool(int limit) {
     return PodSharing.shared(
         SharePolicy.SHARE_POOL, new Share(10, 10), new Share(limit, limit), "main");
   }
 
-  static int fgd(PodSharing pod, NodeView node) {
+  static int fgd(PodSharing.Shared pod, NodeView node) {
     return ExtenderScores.score(Policy.FGD, pod, node, TRACE);
   }
 
-  static int bestFit(PodSharing pod, NodeView node) {
+  static int bestFit(PodSharing.Shared pod, NodeView node) {
     return ExtenderScores.score(Policy.BEST_FIT, pod, node, TRACE);
   }
 
@@ -59,7 +60,7 @@ class ExtenderScoresTest {
     // "half": GPU 0 holds 50, GPU 1 is empty (150 % free). "thirds": both GPUs hold 30 (140 %).
     NodeView half = node("half", SharePolicy.SHARE_POOL, gpu(0, 50, 50), gpu(1, 0, 0));
     NodeView thirds = node("thirds", SharePolicy.SHARE_POOL, gpu(0, 30, 30), gpu(1, 30, 30));
-    PodSharing pod = pool(50);
+    PodSharing.Shared pod = pool(50);
     // best fit: less free capacity left is better — thirds keeps 90 of 200 %, half keeps 100
     assertEquals(5, bestFit(pod, half));
     assertEquals(6, bestFit(pod, thirds));
@@ -117,7 +118,7 @@ class ExtenderScoresTest {
     for (int i = 0; i < ExtenderScores.MIN_KNOWN_PODS; i++) {
       statics.add(pod("s" + i, SharePolicy.STATIC, 40, 100));
     }
-    PodSharing staticPod =
+    PodSharing.Shared staticPod =
         PodSharing.shared(SharePolicy.STATIC, new Share(40, 40), new Share(100, 100), "main");
     assertEquals(
         List.of(new TargetWorkload.PodClass(PodSpec.of(0, 0, 1, 400), 1.0)),
@@ -157,7 +158,7 @@ class ExtenderScoresTest {
     assertEquals(
         OptionalInt.of(0), GpuChoice.LEAST_FRAGMENTING.choose(ExtenderScores.loads(node), need));
 
-    PodSharing pod = pool(30);
+    PodSharing.Shared pod = pool(30);
     assertEquals(
         ExtenderScores.fgd(perPod, need, 0, TRACE),
         ExtenderScores.score(Policy.FGD, GpuChoice.BEST_FIT, pod, node, pods, TRACE));
@@ -179,8 +180,8 @@ class ExtenderScoresTest {
             "x",
             "uid-x",
             "n2",
-            "share-pool",
-            "Running",
+            SharePolicy.SHARE_POOL,
+            PodState.RUNNING,
             new ShareView(10, 10),
             new ShareView(20, 20),
             new GpuRef(0, "GPU-0"),
@@ -217,7 +218,7 @@ class ExtenderScoresTest {
     assertEquals("fgd, bestfit", Policy.keys());
   }
 
-  private static double increase(PodSharing pod, NodeView node) {
+  private static double increase(PodSharing.Shared pod, NodeView node) {
     var gpus = ExtenderScores.loads(node);
     int chosen = dev.gpushare.arbiter.Placement.bestFit(gpus, pod.limits()).getAsInt();
     return ExtenderScores.fragmentationIncrease(gpus, pod.limits(), chosen, TRACE);

@@ -4,10 +4,12 @@ import dev.gpushare.arbiter.NodeCondition;
 import dev.gpushare.arbiter.NodeSharing;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.NodeStatusCalculator;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.ShareView;
@@ -32,14 +34,20 @@ final class ExtenderViews {
         "GPU-" + index,
         "NVIDIA H800",
         81559,
-        "Healthy",
+        Health.HEALTHY,
         new ShareView(core, memory),
         List.of());
   }
 
   static GpuView unhealthy(int index) {
     return new GpuView(
-        index, "GPU-" + index, "NVIDIA H800", 81559, "Unhealthy", new ShareView(0, 0), List.of());
+        index,
+        "GPU-" + index,
+        "NVIDIA H800",
+        81559,
+        Health.UNHEALTHY,
+        new ShareView(0, 0),
+        List.of());
   }
 
   /** A node whose label and policy in force are {@code policy}, valid. */
@@ -68,7 +76,7 @@ final class ExtenderViews {
         name,
         labels,
         Map.of(),
-        active.label(),
+        active,
         QosConfig.DEFAULT,
         new NodeStatus(Map.of(), Map.of(), conditions),
         List.of(gpus),
@@ -78,22 +86,23 @@ final class ExtenderViews {
 
   /** A sharing pod of {@code policy} with equal core and memory requests and limits. */
   static PodView pod(String name, SharePolicy policy, int request, int limit) {
-    return pod(name, policy, "Hibernation", request, limit, null);
+    return pod(name, policy, PodState.HIBERNATION, request, limit, null);
   }
 
   /** A share-pool pod of node n1 Running on GPU {@code gpu} with limits {@code limit} %. */
   static PodView running(String name, int limit, int gpu) {
-    return pod(name, SharePolicy.SHARE_POOL, "Running", 10, limit, new GpuRef(gpu, "GPU-" + gpu));
+    return pod(
+        name, SharePolicy.SHARE_POOL, PodState.RUNNING, 10, limit, new GpuRef(gpu, "GPU-" + gpu));
   }
 
   private static PodView pod(
-      String name, SharePolicy policy, String state, int request, int limit, GpuRef gpu) {
+      String name, SharePolicy policy, PodState state, int request, int limit, GpuRef gpu) {
     return new PodView(
         "default",
         name,
         "uid-" + name,
         "n1",
-        policy.label(),
+        policy,
         state,
         new ShareView(request, request),
         new ShareView(limit, limit),

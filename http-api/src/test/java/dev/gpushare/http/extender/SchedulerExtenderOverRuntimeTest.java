@@ -9,6 +9,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.http.api.FakeGpuShareServiceAccess;
 import dev.gpushare.http.api.HttpApi;
@@ -100,7 +101,7 @@ class SchedulerExtenderOverRuntimeTest {
 
   @Test
   void theFilterSeesWhatTheArbiterDecided() throws Exception {
-    assertEquals("Running", await(service.pod("default", "a")).state());
+    assertEquals(PodState.RUNNING, await(service.pod("default", "a")).state());
     JsonNode r = filter(sharing("new", null, "share-pool", 10, 100));
     assertEquals(List.of("pool"), texts(r.get("NodeNames")), r.toString());
     assertTrue(

@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.actor.ArbiterMetrics;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import io.prometheus.metrics.core.metrics.Counter;
@@ -245,7 +246,7 @@ public final class GpuShareMetrics implements ArbiterMetrics {
             sortedNodes,
             "gpushare_gpu_healthy",
             "1 when the GPU is healthy, else 0.",
-            g -> "Healthy".equals(g.health()) ? 1 : 0));
+            g -> g.health() == Health.HEALTHY ? 1 : 0));
 
     // Every state of every node is written, zeros included, so that series do not come and go.
     Map<String, Map<String, Integer>> counts = new TreeMap<>();
@@ -256,7 +257,9 @@ public final class GpuShareMetrics implements ArbiterMetrics {
       }
     }
     for (PodView pod : sharing) {
-      counts.computeIfAbsent(nodeOf(pod), n -> new TreeMap<>()).merge(pod.state(), 1, Integer::sum);
+      counts
+          .computeIfAbsent(nodeOf(pod), n -> new TreeMap<>())
+          .merge(pod.state().display(), 1, Integer::sum);
     }
     GaugeSnapshot.Builder podCounts =
         gauge("gpushare_pods", "Pods that share a GPU, by node and state.");
@@ -275,8 +278,7 @@ public final class GpuShareMetrics implements ArbiterMetrics {
                 + " pods that share a GPU.");
     for (PodView p : sharing) {
       for (PodState s : PodState.values()) {
-        state.dataPoint(
-            point(podLabels(p).add("state", s.display()), s.display().equals(p.state()) ? 1 : 0));
+        state.dataPoint(point(podLabels(p).add("state", s.display()), s == p.state() ? 1 : 0));
       }
     }
     out.add(state.build());

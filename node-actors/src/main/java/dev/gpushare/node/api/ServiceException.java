@@ -1,6 +1,7 @@
 package dev.gpushare.node.api;
 
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.arbiter.Refusal;
 import java.util.List;
 
 /**
@@ -40,6 +41,20 @@ public final class ServiceException extends RuntimeException {
 
   public static ServiceException of(Kind kind, FieldError error) {
     return new ServiceException(kind, error.message(), List.of(error));
+  }
+
+  /**
+   * The API's answer to a refusal by an actor: the one place a {@link Refusal.Kind} becomes a
+   * problem kind, with the refusal's field as the problem's field.
+   */
+  public static ServiceException refused(Refusal refusal) {
+    Kind kind =
+        switch (refusal.kind()) {
+          case NOT_FOUND -> Kind.NOT_FOUND;
+          case CONFLICT -> Kind.CONFLICT;
+          case INVALID -> Kind.INVALID;
+        };
+    return of(kind, refusal.reason());
   }
 
   public static ServiceException invalid(List<FieldError> errors) {

@@ -1,14 +1,19 @@
 package dev.gpushare.node.api;
 
+import com.fasterxml.jackson.annotation.JsonValue;
 import dev.gpushare.arbiter.NodeStatus;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.arbiter.SharePolicy;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * What the API shows (API.md): plain records that Jackson writes as the documented JSON. Field
- * names are the JSON names.
+ * names are the JSON names; a policy, a pod's state and a GPU's health are the domain enums,
+ * written as their documented text ({@code "share-pool"}, {@code "Running"}, {@code "Healthy"}).
  */
 public final class Views {
   private Views() {}
@@ -21,7 +26,7 @@ public final class Views {
       String name,
       Map<String, String> labels,
       Map<String, String> annotations,
-      String policy,
+      SharePolicy policy,
       QosConfig qos,
       NodeStatus status,
       List<GpuView> gpus,
@@ -33,9 +38,49 @@ public final class Views {
       String uuid,
       String model,
       long memoryMiB,
-      String health,
+      Health health,
       ShareView inUse,
       List<String> pods) {}
+
+  /** A GPU's health as the API shows it: {@code "Healthy"} or {@code "Unhealthy"}. */
+  public enum Health {
+    HEALTHY("Healthy"),
+    UNHEALTHY("Unhealthy");
+
+    private final String display;
+
+    Health(String display) {
+      this.display = display;
+    }
+
+    public static Health of(boolean healthy) {
+      return healthy ? HEALTHY : UNHEALTHY;
+    }
+
+    /** The health written as the API writes it ("Healthy", "Unhealthy"), or empty. */
+    public static Optional<Health> fromDisplay(String text) {
+      for (Health h : values()) {
+        if (h.display.equals(text)) {
+          return Optional.of(h);
+        }
+      }
+      return Optional.empty();
+    }
+
+    public boolean healthy() {
+      return this == HEALTHY;
+    }
+
+    @JsonValue
+    public String display() {
+      return display;
+    }
+
+    @Override
+    public String toString() {
+      return display;
+    }
+  }
 
   /** One ready-queue entry; {@code position} is 1-based. */
   public record QueueEntryView(String pod, int position, long waitingSeconds, ShareView limits) {}
@@ -60,8 +105,8 @@ public final class Views {
       String name,
       String uid,
       String node,
-      String policy,
-      String state,
+      SharePolicy policy,
+      PodState state,
       ShareView requests,
       ShareView limits,
       GpuRef gpu,

@@ -2,6 +2,7 @@ package dev.gpushare.node.kube;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.gpushare.arbiter.JsonMappers;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -14,7 +15,7 @@ import java.util.Map;
  * name).
  */
 final class JsonPatch {
-  private static final ObjectMapper MAPPER = new ObjectMapper();
+  private static final ObjectMapper MAPPER = JsonMappers.plain();
 
   private final List<Map<String, Object>> ops = new ArrayList<>();
 

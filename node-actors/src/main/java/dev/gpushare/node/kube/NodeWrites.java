@@ -127,7 +127,7 @@ final class NodeWrites {
   }
 
   static boolean sharing(NodeView view) {
-    return view.policy() != null && !SharePolicy.NONE.label().equals(view.policy());
+    return view.policy() != null && view.policy() != SharePolicy.NONE;
   }
 
   /**

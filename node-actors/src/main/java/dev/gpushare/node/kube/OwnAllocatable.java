@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.FieldErrors;
 import dev.gpushare.arbiter.InputJson;
+import dev.gpushare.arbiter.JsonMappers;
 import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.Quantity;
 import dev.gpushare.arbiter.ShareRequestRules;
@@ -46,7 +47,7 @@ public final class OwnAllocatable {
           + " {\"cpu\":\"176\",\"memory\":\"1800Gi\"}; each quantity "
           + Quantity.ACCEPTED;
 
-  private static final ObjectMapper MAPPER = new ObjectMapper();
+  private static final ObjectMapper MAPPER = JsonMappers.plain();
 
   /**
    * The node's own allocatable when the annotation is present: {@code status.allocatable} without

@@ -5,7 +5,9 @@ import dev.gpushare.arbiter.ManualClock;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodManifest;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
+import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
@@ -13,6 +15,7 @@ import dev.gpushare.node.api.ServiceException.Kind;
 import dev.gpushare.node.api.Views.ClockView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
@@ -69,7 +72,7 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
         name,
         labels,
         annotations,
-        "share-pool",
+        SharePolicy.SHARE_POOL,
         QosConfig.DEFAULT,
         new NodeStatus(Map.of("nvidia.com/gpu", "2"), Map.of("nvidia.com/gpu", "2"), List.of()),
         List.of(
@@ -78,11 +81,17 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
                 "GPU-0",
                 "NVIDIA H800",
                 81559,
-                "Healthy",
+                Health.HEALTHY,
                 new ShareView(50, 50),
                 List.of("default/a")),
             new GpuView(
-                1, "GPU-1", "NVIDIA H800", 81559, "Unhealthy", new ShareView(0, 0), List.of())),
+                1,
+                "GPU-1",
+                "NVIDIA H800",
+                81559,
+                Health.UNHEALTHY,
+                new ShareView(0, 0),
+                List.of())),
         List.of(new QueueEntryView("default/d", 1, 3, new ShareView(100, 100))),
         List.of());
   }
@@ -97,8 +106,8 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
         name,
         "uid-" + name,
         node,
-        "share-pool",
-        state,
+        SharePolicy.SHARE_POOL,
+        PodState.fromDisplay(state).orElseThrow(),
         new ShareView(50, 50),
         new ShareView(100, 100),
         state.equals("Running") ? new GpuRef(1, "GPU-1") : null,

@@ -7,6 +7,7 @@ import dev.gpushare.arbiter.NodeSharing;
 import dev.gpushare.arbiter.NodeSharing.SharingConfig;
 import dev.gpushare.arbiter.NodeStatusCalculator;
 import dev.gpushare.arbiter.PodNotes;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.arbiter.SharePolicy;
@@ -131,7 +132,7 @@ final class Fixtures {
         name,
         manifest.labels(),
         manifest.annotations(),
-        policy.label(),
+        policy,
         REFERENCE_QOS,
         NodeStatusCalculator.desired(
             manifest, healthyGpus, config, ReservedPerGpu.DEFAULT, previous, now),
@@ -187,8 +188,8 @@ final class Fixtures {
         name,
         uid,
         node,
-        "share-pool",
-        state,
+        SharePolicy.SHARE_POOL,
+        PodState.fromDisplay(state).orElseThrow(),
         new ShareView(50, 50),
         new ShareView(50, 50),
         gpu,

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.ManualClock;
+import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.ReservedPerGpu;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
@@ -154,7 +155,7 @@ class KubeSourceTest {
 
   static String policy(String node) {
     try {
-      return await(service.node(node)).policy();
+      return await(service.node(node)).policy().label();
     } catch (Exception e) {
       return "unknown";
     }
@@ -184,11 +185,11 @@ class KubeSourceTest {
       eventually("node k1 share-pool", () -> "share-pool".equals(policy("k1")));
       eventually("pod early known", () -> pod("early").isPresent());
       assertEquals(earlyUid, pod("early").get().uid(), "the API server's uid");
-      assertEquals("Hibernation", pod("early").get().state());
+      assertEquals(PodState.HIBERNATION, pod("early").get().state());
 
       lateUid = api.other.resource(sharingPod("late", "k1")).create().getMetadata().getUid();
       eventually("pod late known", () -> pod("late").isPresent());
-      assertEquals("Running", await(service.demand("default", "late")).state());
+      assertEquals(PodState.RUNNING, await(service.demand("default", "late")).state());
 
       api.other.pods().inNamespace("default").withName("early").delete();
       eventually("pod early gone", () -> pod("early").isEmpty());
@@ -202,7 +203,7 @@ class KubeSourceTest {
       await(relisted.start());
       PodView late = pod("late").orElseThrow();
       assertEquals(lateUid, late.uid());
-      assertEquals("Running", late.state(), "the grant survives the relist");
+      assertEquals(PodState.RUNNING, late.state(), "the grant survives the relist");
       assertTrue(pod("early").isEmpty());
 
       // Removing the label turns sharing off once no shared pod is in the way.
@@ -233,12 +234,13 @@ class KubeSourceTest {
       eventually("node k2 share-pool", () -> "share-pool".equals(policy("k2")));
       String first = api.other.resource(sharingPod("same", "k2")).create().getMetadata().getUid();
       eventually("pod same known", () -> pod("same").isPresent());
-      assertEquals("Running", await(service.demand("default", "same")).state());
+      assertEquals(PodState.RUNNING, await(service.demand("default", "same")).state());
       api.other.pods().inNamespace("default").withName("same").delete();
       String second = api.other.resource(sharingPod("same", "k2")).create().getMetadata().getUid();
       assertTrue(!first.equals(second), "the API server gave the new pod a new uid");
       eventually("the new uid", () -> pod("same").map(p -> p.uid().equals(second)).orElse(false));
-      assertEquals("Hibernation", pod("same").get().state(), "the new pod holds nothing yet");
+      assertEquals(
+          PodState.HIBERNATION, pod("same").get().state(), "the new pod holds nothing yet");
       assertEquals(
           0, await(service.node("k2")).gpus().stream().mapToInt(g -> g.inUse().core()).sum());
     } finally {
