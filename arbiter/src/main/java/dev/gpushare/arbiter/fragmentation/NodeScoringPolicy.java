@@ -34,6 +34,7 @@ abstract class NodeScoringPolicy implements PlacementPolicy {
   private double[][] value = new double[0][];
   private int[][] gpu = new int[0][];
   private final Score scratch = new Score();
+  private WholeNodeReserve reserve;
 
   NodeScoringPolicy(Cluster cluster, long seed) {
     this.cluster = cluster;
@@ -45,13 +46,23 @@ abstract class NodeScoringPolicy implements PlacementPolicy {
    */
   abstract void score(int index, NodeState node, PodSpec pod, Score out);
 
+  /** Keep whole nodes for the multi-GPU pods still to come ({@link WholeNodeReserve}). */
+  final NodeScoringPolicy reserving(WholeNodeReserve reserve) {
+    this.reserve = reserve;
+    return this;
+  }
+
   @Override
   public final Optional<Assignment> choose(PodSpec pod) {
+    if (reserve != null) {
+      reserve.arriving(pod);
+    }
     int id = classId(pod);
     int[] stamps = stamp[id];
     double[] values = value[id];
     int[] gpus = gpu[id];
     int best = -1;
+    int bestSparing = -1;
     for (int n = 0; n < cluster.size(); n++) {
       int version = cluster.version(n) + 1;
       if (stamps[n] != version) {
@@ -69,9 +80,19 @@ abstract class NodeScoringPolicy implements PlacementPolicy {
       if (best < 0 || v > values[best] || (v == values[best] && rank[n] < rank[best])) {
         best = n;
       }
+      if (reserve != null
+          && (bestSparing < 0
+              || v > values[bestSparing]
+              || (v == values[bestSparing] && rank[n] < rank[bestSparing]))
+          && reserve.spares(n, pod, gpus[n])) {
+        bestSparing = n;
+      }
     }
     if (best < 0) {
       return Optional.empty();
+    }
+    if (bestSparing >= 0) {
+      best = bestSparing;
     }
     int[] taken;
     if (pod.numGpu() == 0) {

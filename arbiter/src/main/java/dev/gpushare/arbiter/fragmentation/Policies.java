@@ -31,6 +31,26 @@ public enum Policies {
     public PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed) {
       return fgd(cluster, tracePods, FgdPolicy.Config.CAPACITY, seed);
     }
+  },
+  /**
+   * This project's policy, the default of the replay: {@link #FGD_CAPACITY}'s score, and whole
+   * nodes kept for the multi-GPU pods still to come that the measure's classes leave out ({@link
+   * WholeNodeReserve}): a placement that would take the last of the nodes such a pod needs goes
+   * elsewhere when any other node fits.
+   */
+  FGD_RESERVE("fgd-reserve", "FGD-Reserve") {
+    @Override
+    public PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed) {
+      FgdPolicy.Config config = FgdPolicy.Config.CAPACITY;
+      FgdPolicy policy = (FgdPolicy) fgd(cluster, tracePods, config, seed);
+      policy.reserving(
+          new WholeNodeReserve(
+              cluster,
+              tracePods,
+              TargetWorkload.of(tracePods, config.workload()),
+              cluster.capacityGpuMilli() * Replay.STOP_PERCENT / 100));
+      return policy;
+    }
   };
 
   private final String key;

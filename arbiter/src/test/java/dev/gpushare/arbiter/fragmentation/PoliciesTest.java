@@ -136,6 +136,6 @@ class PoliciesTest {
     assertEquals(Optional.of(Policies.FGD), Policies.byKey(" FGD "));
     assertEquals(Optional.of(Policies.FGD_CAPACITY), Policies.byKey("fgd-capacity"));
     assertEquals(Optional.empty(), Policies.byKey("random"));
-    assertEquals("fgd, bestfit, fgd-capacity", Policies.keys());
+    assertEquals("fgd, bestfit, fgd-capacity, fgd-reserve", Policies.keys());
   }
 }
