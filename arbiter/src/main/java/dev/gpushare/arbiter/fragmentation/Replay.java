@@ -28,6 +28,10 @@ import java.util.function.Consumer;
  * arrival lands there, the allocation after the last arrival below X + 0.5 % (at 130 %: the end).
  * The draws depend on the seed only, so every policy sees the same arrivals for a seed.
  *
+ * <p>Failed pods are also counted by GPU count ({@link GpuBucket}) at each of {@link
+ * #FAILURE_CHECKPOINTS}: the failures among the arrivals up to and including the first one that
+ * takes the arrived demand to X % of the capacity or more (all of them when it never gets there).
+ *
  * <p>{@link Order#SHUFFLED} is what the paper's artifact actually does: its pods carry {@code
  * creation_time} as plain seconds, which its RFC 3339 parser rejects, so its {@code --shuffle-pod}
  * order (pods sorted by name, then shuffled with the seed) stands. It reproduces the published
@@ -41,6 +45,46 @@ public final class Replay {
 
   /** The arrived-demand percentages at which the allocation ratio is reported. */
   public static final List<Integer> CHECKPOINTS = List.of(90, 100, 110, 120, 130);
+
+  /** The arrived-demand percentages at which failed pods are counted by {@link GpuBucket}. */
+  public static final List<Integer> FAILURE_CHECKPOINTS = List.of(90, 100);
+
+  /** Pods by the GPUs they ask for, for the failure counts. */
+  public enum GpuBucket {
+    /** {@code num_gpu == 0}. */
+    CPU_ONLY("0gpu"),
+    /** A fraction of one GPU: {@code num_gpu == 1}, {@code gpu_milli < 1000}. */
+    FRACTIONAL("frac"),
+    /** One whole GPU. */
+    ONE("1gpu"),
+    TWO("2gpu"),
+    FOUR("4gpu"),
+    EIGHT("8gpu"),
+    /** 3, 5, 6 or 7 GPUs. */
+    OTHER("other");
+
+    private final String key;
+
+    GpuBucket(String key) {
+      this.key = key;
+    }
+
+    /** The short name in reports and CSV columns: 0gpu, frac, 1gpu, 2gpu, 4gpu, 8gpu, other. */
+    public String key() {
+      return key;
+    }
+
+    public static GpuBucket of(PodSpec spec) {
+      return switch (spec.numGpu()) {
+        case 0 -> CPU_ONLY;
+        case 1 -> spec.gpuMilli() < PodSpec.MILLI ? FRACTIONAL : ONE;
+        case 2 -> TWO;
+        case 4 -> FOUR;
+        case 8 -> EIGHT;
+        default -> OTHER;
+      };
+    }
+  }
 
   /** The order in which the trace's own pods arrive. */
   public enum Order {
@@ -69,6 +113,8 @@ public final class Replay {
    * What one replay measured.
    *
    * @param allocationPercentAt allocation ratio in percent at each of {@link #CHECKPOINTS}
+   * @param failedByBucketAt failed pods at each of {@link #FAILURE_CHECKPOINTS} (first index) by
+   *     {@link GpuBucket} ordinal (second index)
    * @param fragmentationMilli cluster fragmentation at the end, by the paper's measure
    * @param schedulingNanos time spent choosing and placing
    */
@@ -80,10 +126,23 @@ public final class Replay {
       int fromTrace,
       int drawn,
       int failed,
+      int[][] failedByBucketAt,
       long arrivedMilli,
       long allocatedMilli,
       double fragmentationMilli,
       long schedulingNanos) {
+
+    /**
+     * Pods of {@code bucket} that failed by the time the arrived demand reached {@code checkpoint}
+     * % (one of {@link #FAILURE_CHECKPOINTS}).
+     */
+    public int failedAt(int checkpoint, GpuBucket bucket) {
+      int i = FAILURE_CHECKPOINTS.indexOf(checkpoint);
+      if (i < 0) {
+        throw new IllegalArgumentException(checkpoint + " is not one of " + FAILURE_CHECKPOINTS);
+      }
+      return failedByBucketAt[i][bucket.ordinal()];
+    }
 
     public double arrivedPercent() {
       return 100.0 * arrivedMilli / (totalGpus * (double) PodSpec.MILLI);
@@ -160,6 +219,12 @@ public final class Replay {
     int failed = 0;
     long nanos = 0;
     int next = 0;
+    int[] failedByBucket = new int[GpuBucket.values().length];
+    int[][] failedByBucketAt = new int[FAILURE_CHECKPOINTS.size()][];
+    long[] failureThresholds = new long[FAILURE_CHECKPOINTS.size()];
+    for (int i = 0; i < failureThresholds.length; i++) {
+      failureThresholds[i] = capacity * FAILURE_CHECKPOINTS.get(i); // compared with arrived × 100
+    }
     while (true) {
       TracePod pod;
       boolean isDraw = next >= ordered.size();
@@ -187,10 +252,21 @@ public final class Replay {
       nanos += System.nanoTime() - started;
       if (assignment.isEmpty()) {
         failed++;
+        failedByBucket[GpuBucket.of(pod.spec()).ordinal()]++;
+      }
+      for (int i = 0; i < failureThresholds.length; i++) {
+        if (failedByBucketAt[i] == null && arrivedMilli * 100 >= failureThresholds[i]) {
+          failedByBucketAt[i] = failedByBucket.clone();
+        }
       }
       checkpoints.observe(arrivedMilli, cluster.allocatedGpuMilli());
       listener.accept(
           new Arrival(arrived, pod, isDraw, assignment, arrivedMilli, cluster.allocatedGpuMilli()));
+    }
+    for (int i = 0; i < failedByBucketAt.length; i++) {
+      if (failedByBucketAt[i] == null) {
+        failedByBucketAt[i] = failedByBucket.clone(); // never reached: all the failures
+      }
     }
     return new Result(
         seed,
@@ -200,6 +276,7 @@ public final class Replay {
         fromTrace,
         drawn,
         failed,
+        failedByBucketAt,
         arrivedMilli,
         cluster.allocatedGpuMilli(),
         cluster.fragmentationMilli(report),

@@ -81,6 +81,47 @@ class ReplayTest {
   }
 
   @Test
+  void failed_pods_are_counted_by_gpu_count_when_the_arrived_demand_reaches_90_and_100_percent() {
+    // 8 GPUs (8000). By creation time: a (4 GPUs, 50 %) fills node-0; b (CPU only, more CPU than
+    // a node) fails; c (half a GPU, 56.25 %), d (2 GPUs, 81.25 %) and e (1 GPU, 93.75 %: the first
+    // arrival at 90 % or more) fill node-1 but half a GPU; f (1 GPU, 106.25 %: the first at 100 %
+    // or more) fails.
+    List<TracePod> pods =
+        List.of(
+            pod("a", 1, 4, 1000),
+            new TracePod("b", PodSpec.of(100_000, 1000, 0, 0), 2),
+            pod("c", 3, 1, 500),
+            pod("d", 4, 2, 1000),
+            pod("e", 5, 1, 1000),
+            pod("f", 6, 1, 1000));
+    for (Policies policy : Policies.values()) {
+      Replay.Result result = Replay.run(gpus(2, 4), pods, policy.factory(), 5);
+      for (Replay.GpuBucket bucket : Replay.GpuBucket.values()) {
+        assertEquals(
+            bucket == Replay.GpuBucket.CPU_ONLY ? 1 : 0,
+            result.failedAt(90, bucket),
+            policy + " at 90: " + bucket);
+        int at100 = bucket == Replay.GpuBucket.CPU_ONLY || bucket == Replay.GpuBucket.ONE ? 1 : 0;
+        assertEquals(at100, result.failedAt(100, bucket), policy + " at 100: " + bucket);
+      }
+      assertTrue(result.failed() >= 2);
+    }
+  }
+
+  @Test
+  void pods_fall_in_buckets_by_gpu_count() {
+    assertEquals(Replay.GpuBucket.CPU_ONLY, Replay.GpuBucket.of(PodSpec.of(1, 1, 0, 0)));
+    assertEquals(Replay.GpuBucket.FRACTIONAL, Replay.GpuBucket.of(PodSpec.of(1, 1, 1, 999)));
+    assertEquals(Replay.GpuBucket.ONE, Replay.GpuBucket.of(PodSpec.of(1, 1, 1, 1000)));
+    assertEquals(Replay.GpuBucket.TWO, Replay.GpuBucket.of(PodSpec.of(1, 1, 2, 1000)));
+    assertEquals(Replay.GpuBucket.FOUR, Replay.GpuBucket.of(PodSpec.of(1, 1, 4, 1000)));
+    assertEquals(Replay.GpuBucket.EIGHT, Replay.GpuBucket.of(PodSpec.of(1, 1, 8, 1000)));
+    for (int n : new int[] {3, 5, 6, 7}) {
+      assertEquals(Replay.GpuBucket.OTHER, Replay.GpuBucket.of(PodSpec.of(1, 1, n, 1000)));
+    }
+  }
+
+  @Test
   void the_allocation_at_a_checkpoint_is_the_mean_over_the_arrivals_that_round_to_it() {
     // 10 GPUs, pods of 10 thousandths: 0.1 % each. The arrivals landing in [89.5, 90.5) % are the
     // 895th to the 904th, all placed: the mean allocation is 89.95 %.

@@ -3,6 +3,7 @@ package dev.gpushare.http.tools;
 import dev.gpushare.arbiter.fragmentation.NodeState;
 import dev.gpushare.arbiter.fragmentation.Policies;
 import dev.gpushare.arbiter.fragmentation.Replay;
+import dev.gpushare.arbiter.fragmentation.Replay.GpuBucket;
 import dev.gpushare.arbiter.fragmentation.Replay.TracePod;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -18,16 +19,21 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 
 /**
  * {@code java -jar gpushare.jar replay TRACE_DIR [--trace NAME|all] [--policies fgd,bestfit,…]
- * [--seeds 1..10] [--order creation_time|shuffled] [--csv FILE]}: replays the Alibaba GPU trace
- * v2023 with placement policies under the protocol of the FGD paper ({@link Replay}) and prints,
- * per trace and policy, the allocation ratio at 90–130 % arrived demand (mean [min-max] over the
- * seeds), the GPUs left unallocated and the fragmentation at 130 %, failed pods and the scheduler's
- * pods per second; {@code --csv} writes the same as CSV with the columns of the trace's {@code
- * reference-results.csv} first. Exit status: 0; 2 for a bad flag or a missing folder or file; 1 for
- * a malformed trace file or a CSV that cannot be written.
+ * [--seeds 1..10] [--order creation_time|shuffled] [--csv FILE] [--threads N]}: replays the Alibaba
+ * GPU trace v2023 with placement policies under the protocol of the FGD paper ({@link Replay}) and
+ * prints, per trace and policy, the allocation ratio at 90–130 % arrived demand (mean [min-max]
+ * over the seeds), the GPUs left unallocated and the fragmentation at 130 %, failed pods and the
+ * scheduler's pods per second, and per trace the failed pods by GPU count at 90 and 100 %; {@code
+ * --csv} writes the same as CSV with the columns of the trace's {@code reference-results.csv}
+ * first. Exit status: 0; 2 for a bad flag or a missing folder or file; 1 for a malformed trace file
+ * or a CSV that cannot be written.
  */
 public final class ReplayCommand {
 
@@ -36,11 +42,17 @@ public final class ReplayCommand {
   static final String DEFAULT_POLICIES = "fgd,bestfit,fgd-capacity";
   static final String DEFAULT_SEEDS = "1..10";
   private static final int MAX_SEEDS = 1000;
+  private static final int MAX_THREADS = 256;
+
+  /** What an absent optional pod column stands for ({@link TraceFiles}). */
+  private static final Map<String, String> DEFAULTS =
+      Map.of("name", "line-N", "memory_mib", "0", "gpu_spec", "any model");
+
   private static final Set<String> VALUE_FLAGS =
-      Set.of("--trace", "--policies", "--seeds", "--order", "--csv");
+      Set.of("--trace", "--policies", "--seeds", "--order", "--csv", "--threads");
   private static final String FLAGS =
       "TRACE_DIR, --trace NAME|all, --policies LIST, --seeds A..B|LIST, --order"
-          + " creation_time|shuffled, --csv FILE, --help";
+          + " creation_time|shuffled, --csv FILE, --threads N, --help";
 
   private ReplayCommand() {}
 
@@ -49,7 +61,7 @@ public final class ReplayCommand {
         Usage: java -jar gpushare.jar replay TRACE_DIR [--trace NAME|all]
                                              [--policies fgd,bestfit,fgd-capacity]
                                              [--seeds 1..10] [--order creation_time|shuffled]
-                                             [--csv FILE]
+                                             [--csv FILE] [--threads N]
 
         Replays the Alibaba GPU trace v2023 (the cluster-trace-gpu-v2023 folder of
         github.com/alibaba/clusterdata: openb_node_list_gpu_node.csv and
@@ -59,10 +71,19 @@ public final class ReplayCommand {
         arrive until the arrived GPU demand reaches 130 % of the cluster's GPUs; a pod that
         fits nowhere is counted as failed and skipped.
 
+        Pod lists need cpu_milli, num_gpu and gpu_milli; name (default line-N),
+        memory_mib (default 0), gpu_spec (default any model) and creation_time may be
+        absent, as in some lists of the public folder (name,cpu_milli,memory_mib,num_gpu,
+        gpu_milli). Without creation_time the pods arrive in file order: the report says
+        so in a note line, and the CSV's creation_time_column is "absent".
+
         Prints, per trace and policy, the GPU allocation ratio at 90, 100, 110, 120 and
         130 % arrived demand as mean [min-max] over the seeds, the GPUs left unallocated at
         130 %, the fragmentation at 130 % (the paper's measure, in GPUs), the failed pods
-        and the pods per second of the scheduler.
+        and the pods per second of the scheduler; then, per trace, the failed pods by GPU
+        count (0gpu: CPU-only; frac: num_gpu 1 with gpu_milli < 1000; 1gpu, 2gpu, 4gpu,
+        8gpu; other: 3, 5, 6 or 7 GPUs, shown when the trace has such pods) by the time
+        the arrived demand reached 90 % and 100 %, mean over the seeds.
 
         Flags:
           --trace NAME|all    NAME of openb_pod_list_NAME.csv (e.g. default, gpushare40),
@@ -75,7 +96,13 @@ public final class ReplayCommand {
                               the paper's artifact actually replays: sorted by name, then
                               shuffled with the seed)
           --csv FILE          also write the results as CSV: the columns of the trace's
-                              reference-results.csv, then min/max and this replay's own
+                              reference-results.csv, then min/max and this replay's own,
+                              among them failed_at_90_0gpu, _frac, _1gpu, _2gpu, _4gpu,
+                              _8gpu, _other and the same at 100 (means over the seeds),
+                              and creation_time_column (present or absent)
+          --threads N         replays run at once (each trace, policy and seed is one);
+                              default the number of processors; the results do not
+                              depend on it (but the pods per second)
           --help              this text
 
         Exit status: 0; 2 for a bad flag or a missing folder or file; 1 for a malformed
@@ -94,7 +121,8 @@ public final class ReplayCommand {
       List<Policies> policies,
       List<Long> seeds,
       Replay.Order order,
-      Path csv) {}
+      Path csv,
+      int threads) {}
 
   public static int run(List<String> args, PrintStream out, PrintStream err) {
     Options options;
@@ -251,7 +279,20 @@ public final class ReplayCommand {
             "--csv: " + csv + ": the folder " + parent + " does not exist");
       }
     }
-    return new Options(dir, traces, List.copyOf(policies), seeds, order, csv);
+    int threads = Runtime.getRuntime().availableProcessors();
+    if (values.containsKey("--threads")) {
+      String text = values.get("--threads").strip();
+      try {
+        threads = Integer.parseInt(text);
+      } catch (NumberFormatException e) {
+        threads = 0;
+      }
+      if (threads < 1 || threads > MAX_THREADS) {
+        throw new IllegalArgumentException(
+            "--threads: '" + text + "' given; expected a whole number, 1 to " + MAX_THREADS);
+      }
+    }
+    return new Options(dir, traces, List.copyOf(policies), seeds, order, csv, threads);
   }
 
   private static List<String> list(String flag, String value) {
@@ -309,51 +350,156 @@ public final class ReplayCommand {
       throw new TraceFormatException(
           options.dir().resolve(TraceFiles.NODE_FILE) + ": no node has a GPU; nothing to replay");
     }
-    List<ReplayReport> reports = new ArrayList<>();
+    // Every file is read (once) before any replay, so that a malformed one stops the run at once.
+    List<TraceFiles.PodList> lists = new ArrayList<>();
     for (String name : options.traces()) {
-      List<TracePod> pods = TraceFiles.readPods(TraceFiles.podFile(options.dir(), name));
-      long demand = pods.stream().mapToLong(p -> p.spec().gpuDemandMilli()).sum();
-      String trace = TraceFiles.POD_PREFIX + name;
+      lists.add(TraceFiles.readPods(TraceFiles.podFile(options.dir(), name)));
+    }
+    // Every trace × policy × seed is one task on a fixed pool; each replay depends on its seed
+    // only, and the results are gathered in the order of the command line, so the output is the
+    // same for any number of threads (but the pods per second).
+    int tasks = lists.size() * options.policies().size() * options.seeds().size();
+    ExecutorService pool =
+        Executors.newFixedThreadPool(
+            Math.max(1, Math.min(options.threads(), tasks)),
+            runnable -> {
+              Thread thread = new Thread(runnable, "replay");
+              thread.setDaemon(true);
+              return thread;
+            });
+    try {
+      List<List<List<Future<Replay.Result>>>> futures = new ArrayList<>();
+      for (TraceFiles.PodList list : lists) {
+        List<List<Future<Replay.Result>>> byPolicy = new ArrayList<>();
+        for (Policies policy : options.policies()) {
+          List<Future<Replay.Result>> bySeed = new ArrayList<>();
+          for (long seed : options.seeds()) {
+            bySeed.add(
+                pool.submit(
+                    () ->
+                        Replay.run(
+                            nodes,
+                            list.pods(),
+                            policy.factory(),
+                            seed,
+                            options.order(),
+                            arrival -> {})));
+          }
+          byPolicy.add(bySeed);
+        }
+        futures.add(byPolicy);
+      }
+      List<ReplayReport> reports = new ArrayList<>();
+      for (int t = 0; t < lists.size(); t++) {
+        reports.addAll(report(options, nodes, gpus, lists.get(t), futures.get(t), out));
+      }
+      writeCsv(options, reports, out);
+      return reports;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  private static List<ReplayReport> report(
+      Options options,
+      List<NodeState> nodes,
+      int gpus,
+      TraceFiles.PodList list,
+      List<List<Future<Replay.Result>>> futures,
+      PrintStream out) {
+    List<TracePod> pods = list.pods();
+    long demand = pods.stream().mapToLong(p -> p.spec().gpuDemandMilli()).sum();
+    String file = list.file().getFileName().toString();
+    String trace = file.substring(0, file.length() - ".csv".length());
+    out.printf(
+        Locale.ROOT,
+        "%ntrace %s: %d pods (GPU demand %.1f %% of capacity), %d nodes, %d GPUs;"
+            + " order %s; seeds %s%n",
+        trace,
+        pods.size(),
+        100.0 * demand / (gpus * 1000.0),
+        nodes.size(),
+        gpus,
+        options.order() == Replay.Order.CREATION_TIME ? "creation_time" : "shuffled",
+        describe(options.seeds()));
+    if (!list.creationTimeGiven()) {
       out.printf(
           Locale.ROOT,
-          "%ntrace %s: %d pods (GPU demand %.1f %% of capacity), %d nodes, %d GPUs;"
-              + " order %s; seeds %s%n",
-          trace,
-          pods.size(),
-          100.0 * demand / (gpus * 1000.0),
-          nodes.size(),
-          gpus,
-          options.order() == Replay.Order.CREATION_TIME ? "creation_time" : "shuffled",
-          describe(options.seeds()));
-      out.print(ReplayReport.tableHeader());
-      for (Policies policy : options.policies()) {
-        List<Replay.Result> results = new ArrayList<>();
-        for (long seed : options.seeds()) {
-          results.add(
-              Replay.run(nodes, pods, policy.factory(), seed, options.order(), arrival -> {}));
-        }
-        ReplayReport report = new ReplayReport(trace, policy.label(), options.order(), results);
-        reports.add(report);
-        out.println(report.tableLine());
-        out.flush();
-      }
+          "note: %s has no creation_time column: its pods arrive in file order%s%n",
+          file,
+          options.order() == Replay.Order.SHUFFLED ? " (unused: --order shuffled)" : "");
     }
-    if (options.csv() != null) {
-      try (Writer writer = Files.newBufferedWriter(options.csv(), StandardCharsets.UTF_8)) {
-        writer.write(String.join(",", ReplayReport.CSV_COLUMNS));
-        writer.write('\n');
-        for (ReplayReport report : reports) {
-          writer.write(report.csvLine());
-          writer.write('\n');
-        }
-      } catch (IOException e) {
-        throw new TraceFormatException(
-            "--csv: cannot write " + options.csv() + " (" + e.getMessage() + ")");
-      }
-      out.println();
-      out.println("CSV written to " + options.csv());
+    List<String> defaulted =
+        list.absentColumns().stream()
+            .filter(column -> !column.equals("creation_time"))
+            .map(column -> column + " (" + DEFAULTS.get(column) + ")")
+            .toList();
+    if (!defaulted.isEmpty()) {
+      out.printf(
+          Locale.ROOT,
+          "note: %s has no %s: defaulted%n",
+          file,
+          String.join(", ", defaulted) + (defaulted.size() == 1 ? " column" : " columns"));
     }
+    out.print(ReplayReport.tableHeader());
+    List<ReplayReport> reports = new ArrayList<>();
+    for (int p = 0; p < options.policies().size(); p++) {
+      List<Replay.Result> results = new ArrayList<>();
+      for (Future<Replay.Result> future : futures.get(p)) {
+        results.add(join(future));
+      }
+      ReplayReport report =
+          new ReplayReport(
+              trace,
+              options.policies().get(p).label(),
+              options.order(),
+              list.creationTimeGiven(),
+              results);
+      reports.add(report);
+      out.println(report.tableLine());
+      out.flush();
+    }
+    boolean other = pods.stream().anyMatch(pod -> GpuBucket.of(pod.spec()) == GpuBucket.OTHER);
+    out.println();
+    out.print(ReplayReport.failureTable(reports, other));
+    out.flush();
     return reports;
+  }
+
+  private static Replay.Result join(Future<Replay.Result> future) {
+    try {
+      return future.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while replaying", e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof RuntimeException runtime) {
+        throw runtime;
+      }
+      if (e.getCause() instanceof Error error) {
+        throw error;
+      }
+      throw new IllegalStateException(e.getCause());
+    }
+  }
+
+  private static void writeCsv(Options options, List<ReplayReport> reports, PrintStream out) {
+    if (options.csv() == null) {
+      return;
+    }
+    try (Writer writer = Files.newBufferedWriter(options.csv(), StandardCharsets.UTF_8)) {
+      writer.write(String.join(",", ReplayReport.CSV_COLUMNS));
+      writer.write('\n');
+      for (ReplayReport report : reports) {
+        writer.write(report.csvLine());
+        writer.write('\n');
+      }
+    } catch (IOException e) {
+      throw new TraceFormatException(
+          "--csv: cannot write " + options.csv() + " (" + e.getMessage() + ")");
+    }
+    out.println();
+    out.println("CSV written to " + options.csv());
   }
 
   private static String describe(List<Long> seeds) {

@@ -1,6 +1,7 @@
 package dev.gpushare.http.tools;
 
 import dev.gpushare.arbiter.fragmentation.Replay;
+import dev.gpushare.arbiter.fragmentation.Replay.GpuBucket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -8,9 +9,16 @@ import java.util.Locale;
 /**
  * One trace × policy over its seeds: means, and minimum and maximum over the seeds, of what {@link
  * Replay.Result} measured; and how it is printed and written to CSV.
+ *
+ * @param creationTimeGiven whether the pod list has {@code creation_time} (without it, the {@code
+ *     creation_time} order is the file order)
  */
 public record ReplayReport(
-    String trace, String policy, Replay.Order order, List<Replay.Result> results) {
+    String trace,
+    String policy,
+    Replay.Order order,
+    boolean creationTimeGiven,
+    List<Replay.Result> results) {
 
   /**
    * The CSV columns: those of the trace's {@code reference-results.csv} first, then this replay's.
@@ -35,9 +43,20 @@ public record ReplayReport(
             "frag_pct_of_free_at_130",
             "arrived_pods",
             "drawn_pods",
-            "failed_pods",
-            "pods_per_s"));
+            "failed_pods"));
+    for (int x : Replay.FAILURE_CHECKPOINTS) {
+      for (GpuBucket bucket : GpuBucket.values()) {
+        columns.add(failedColumn(x, bucket));
+      }
+    }
+    columns.add("creation_time_column");
+    columns.add("pods_per_s");
     return List.copyOf(columns);
+  }
+
+  /** The CSV column of the mean failed pods of {@code bucket} at {@code checkpoint} %. */
+  public static String failedColumn(int checkpoint, GpuBucket bucket) {
+    return "failed_at_" + checkpoint + "_" + bucket.key();
   }
 
   public ReplayReport {
@@ -96,6 +115,14 @@ public record ReplayReport(
 
   public double failed() {
     return results.stream().mapToInt(Replay.Result::failed).average().orElse(0);
+  }
+
+  /**
+   * Mean over the seeds of the pods of {@code bucket} failed when the arrived demand reached {@code
+   * checkpoint} % (one of {@link Replay#FAILURE_CHECKPOINTS}).
+   */
+  public double failedAt(int checkpoint, GpuBucket bucket) {
+    return results.stream().mapToInt(r -> r.failedAt(checkpoint, bucket)).average().orElse(0);
   }
 
   /** Pods placed (or found unplaceable) per second of scheduling, over all seeds. */
@@ -167,8 +194,52 @@ public record ReplayReport(
     values.add(String.format(Locale.ROOT, "%.1f", arrived()));
     values.add(String.format(Locale.ROOT, "%.1f", drawn()));
     values.add(String.format(Locale.ROOT, "%.1f", failed()));
+    for (int x : Replay.FAILURE_CHECKPOINTS) {
+      for (GpuBucket bucket : GpuBucket.values()) {
+        values.add(String.format(Locale.ROOT, "%.1f", failedAt(x, bucket)));
+      }
+    }
+    values.add(creationTimeGiven ? "present" : "absent");
     values.add(String.format(Locale.ROOT, "%.0f", podsPerSecond()));
     return String.join(",", values);
+  }
+
+  /**
+   * The failed pods by GPU count of one trace: a line per report (policy), a column per bucket with
+   * the means over the seeds at each of {@link Replay#FAILURE_CHECKPOINTS} ({@code at 90 / at
+   * 100}). The {@code other} column (3, 5, 6 or 7 GPUs) only when {@code withOther}.
+   */
+  public static String failureTable(List<ReplayReport> reports, boolean withOther) {
+    List<GpuBucket> buckets = new ArrayList<>(List.of(GpuBucket.values()));
+    if (!withOther) {
+      buckets.remove(GpuBucket.OTHER);
+    }
+    String at =
+        String.join(" / ", Replay.FAILURE_CHECKPOINTS.stream().map(x -> "@" + x + "%").toList());
+    StringBuilder table =
+        new StringBuilder(
+            "failed pods by GPU count ("
+                + at
+                + " arrived, mean over the seeds; frac: a fraction of one GPU)\n");
+    StringBuilder header = new StringBuilder(String.format(Locale.ROOT, "%-14s", "policy"));
+    for (GpuBucket bucket : buckets) {
+      header.append(String.format(Locale.ROOT, "  %15s", bucket.key()));
+    }
+    table.append(header.toString().stripTrailing()).append('\n');
+    for (ReplayReport report : reports) {
+      StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%-14s", report.policy()));
+      for (GpuBucket bucket : buckets) {
+        String cell =
+            String.join(
+                " / ",
+                Replay.FAILURE_CHECKPOINTS.stream()
+                    .map(x -> String.format(Locale.ROOT, "%.1f", report.failedAt(x, bucket)))
+                    .toList());
+        line.append(String.format(Locale.ROOT, "  %15s", cell));
+      }
+      table.append(line.toString().stripTrailing()).append('\n');
+    }
+    return table.toString();
   }
 
   private static String two(double value) {

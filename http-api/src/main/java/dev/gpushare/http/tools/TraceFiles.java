@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
 
@@ -19,14 +20,22 @@ import java.util.stream.Stream;
  * Reads the Alibaba GPU trace v2023 ({@code cluster-trace-gpu-v2023} in {@code
  * github.com/alibaba/clusterdata}): the node list {@value #NODE_FILE} and pod lists {@code
  * openb_pod_list_NAME.csv}. Comma-separated with a header line; columns are found by name (others
- * are ignored), fields may be double-quoted, blank lines are skipped.
+ * are ignored), fields may be double-quoted, blank lines are skipped. Each file is read with its
+ * own header, so the variants of the public folder may be mixed in one folder.
  *
  * <ul>
  *   <li>nodes: {@code sn} (name), {@code cpu_milli}, {@code memory_mib}, {@code gpu} (0–8), {@code
- *       model};
- *   <li>pods: {@code name}, {@code cpu_milli}, {@code memory_mib}, {@code num_gpu} (0–8), {@code
- *       gpu_milli} (1–1000 for one GPU, 1000 for several, 0 without GPU), {@code gpu_spec} (models,
- *       {@code |}-separated, empty = any), {@code creation_time} (seconds).
+ *       model} (empty for a CPU-only node, as in {@code openb_node_list_all_node.csv});
+ *   <li>pods: {@code cpu_milli}, {@code num_gpu} (0–8) and {@code gpu_milli} (1–1000 for one GPU,
+ *       1000 for several, 0 without GPU) are required; optional, with the defaults of the trace's
+ *       own converter ({@code pod_csv_to_yaml.py}) where it has one: {@code name} (absent: {@code
+ *       line-N}, N the line number, zero-padded so that names sort in file order), {@code
+ *       memory_mib} (absent: 0, no memory request), {@code gpu_spec} (models, {@code |}-separated;
+ *       empty or absent = any), {@code creation_time} (seconds; absent: the pods arrive in file
+ *       order, see {@link PodList#creationTimeGiven()}). {@code qos}, {@code pod_phase}, {@code
+ *       deletion_time} and {@code scheduled_time} are not used. Some lists of the public folder
+ *       (e.g. {@code openb_pod_list_multigpu50.csv}) have only {@code
+ *       name,cpu_milli,memory_mib,num_gpu,gpu_milli}.
  * </ul>
  */
 public final class TraceFiles {
@@ -40,9 +49,31 @@ public final class TraceFiles {
 
   private static final List<String> NODE_COLUMNS =
       List.of("sn", "cpu_milli", "memory_mib", "gpu", "model");
-  private static final List<String> POD_COLUMNS =
-      List.of(
-          "name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "creation_time");
+  private static final List<String> POD_COLUMNS = List.of("cpu_milli", "num_gpu", "gpu_milli");
+  private static final List<String> POD_OPTIONAL =
+      List.of("name", "memory_mib", "gpu_spec", "creation_time");
+
+  /**
+   * One pod list as read.
+   *
+   * @param pods in file order
+   * @param absentColumns the optional columns the header lacks, defaulted (in {@code name,
+   *     memory_mib, gpu_spec, creation_time} order)
+   */
+  public record PodList(Path file, List<TracePod> pods, List<String> absentColumns) {
+    public PodList {
+      pods = List.copyOf(pods);
+      absentColumns = List.copyOf(absentColumns);
+    }
+
+    /**
+     * Whether the list has {@code creation_time}; without it every pod has creation time 0, so the
+     * {@code creation_time} order is the file order.
+     */
+    public boolean creationTimeGiven() {
+      return !absentColumns.contains("creation_time");
+    }
+  }
 
   /** The trace names ({@code NAME} of {@code openb_pod_list_NAME.csv}) in {@code dir}, sorted. */
   public static List<String> traceNames(Path dir) {
@@ -68,6 +99,7 @@ public final class TraceFiles {
     read(
         file,
         NODE_COLUMNS,
+        List.of(),
         (line, row) -> {
           String name = row.text("sn");
           int cpu = (int) row.number("cpu_milli", 0, Integer.MAX_VALUE, "milli-cores, 0 or more");
@@ -86,46 +118,59 @@ public final class TraceFiles {
     return nodes;
   }
 
-  public static List<TracePod> readPods(Path file) {
+  public static PodList readPods(Path file) {
     List<TracePod> pods = new ArrayList<>();
-    read(
-        file,
-        POD_COLUMNS,
-        (line, row) -> {
-          String name = row.text("name");
-          int cpu = (int) row.number("cpu_milli", 0, Integer.MAX_VALUE, "milli-cores, 0 or more");
-          long memory = row.number("memory_mib", 0, Long.MAX_VALUE, "MiB, 0 or more");
-          int numGpu = (int) row.number("num_gpu", 0, PodSpec.MAX_GPUS, "a GPU count, 0 to 8");
-          int gpuMilli =
-              (int)
-                  row.number(
-                      "gpu_milli",
-                      0,
-                      PodSpec.MILLI,
-                      "thousandths of a GPU, 0 to 1000 (1000 for whole GPUs, 0 without GPU)");
-          String spec = row.raw("gpu_spec").strip();
-          List<String> models =
-              spec.isEmpty()
-                  ? List.of()
-                  : Arrays.stream(spec.split("\\|")).map(String::strip).toList();
-          if (models.stream().anyMatch(String::isEmpty)) {
-            throw row.bad("gpu_spec", "GPU model names separated by '|', or empty for any model");
-          }
-          long created =
-              row.number("creation_time", Long.MIN_VALUE, Long.MAX_VALUE, "whole seconds");
-          PodSpec podSpec;
-          try {
-            podSpec = new PodSpec(cpu, memory, numGpu, gpuMilli, models);
-          } catch (IllegalArgumentException e) {
-            throw new TraceFormatException(
-                row.where("gpu_milli") + ": " + e.getMessage() + " (num_gpu " + numGpu + ")");
-          }
-          pods.add(new TracePod(name, podSpec, created));
-        });
+    Map<String, Integer> columns =
+        read(
+            file,
+            POD_COLUMNS,
+            POD_OPTIONAL,
+            (line, row) -> {
+              String name =
+                  row.has("name")
+                      ? row.text("name")
+                      : String.format(Locale.ROOT, "line-%010d", line);
+              int cpu =
+                  (int) row.number("cpu_milli", 0, Integer.MAX_VALUE, "milli-cores, 0 or more");
+              long memory =
+                  row.has("memory_mib")
+                      ? row.number("memory_mib", 0, Long.MAX_VALUE, "MiB, 0 or more")
+                      : 0;
+              int numGpu = (int) row.number("num_gpu", 0, PodSpec.MAX_GPUS, "a GPU count, 0 to 8");
+              int gpuMilli =
+                  (int)
+                      row.number(
+                          "gpu_milli",
+                          0,
+                          PodSpec.MILLI,
+                          "thousandths of a GPU, 0 to 1000 (1000 for whole GPUs, 0 without GPU)");
+              String spec = row.has("gpu_spec") ? row.raw("gpu_spec").strip() : "";
+              List<String> models =
+                  spec.isEmpty()
+                      ? List.of()
+                      : Arrays.stream(spec.split("\\|")).map(String::strip).toList();
+              if (models.stream().anyMatch(String::isEmpty)) {
+                throw row.bad(
+                    "gpu_spec", "GPU model names separated by '|', or empty for any model");
+              }
+              long created =
+                  row.has("creation_time")
+                      ? row.number("creation_time", Long.MIN_VALUE, Long.MAX_VALUE, "whole seconds")
+                      : 0;
+              PodSpec podSpec;
+              try {
+                podSpec = new PodSpec(cpu, memory, numGpu, gpuMilli, models);
+              } catch (IllegalArgumentException e) {
+                throw new TraceFormatException(
+                    row.where("gpu_milli") + ": " + e.getMessage() + " (num_gpu " + numGpu + ")");
+              }
+              pods.add(new TracePod(name, podSpec, created));
+            });
     if (pods.isEmpty()) {
       throw new TraceFormatException(file + ": no pod (only a header); expected one line per pod");
     }
-    return pods;
+    List<String> absent = POD_OPTIONAL.stream().filter(c -> !columns.containsKey(c)).toList();
+    return new PodList(file, pods, absent);
   }
 
   /** One data line, its fields found by column name. */
@@ -140,6 +185,10 @@ public final class TraceFiles {
       this.line = line;
       this.columns = columns;
       this.fields = fields;
+    }
+
+    boolean has(String column) {
+      return columns.containsKey(column);
     }
 
     String raw(String column) {
@@ -182,7 +231,9 @@ public final class TraceFiles {
     void accept(int line, Row row);
   }
 
-  private static void read(Path file, List<String> required, RowReader reader) {
+  /** Reads {@code file}, each data line to {@code reader}; returns the header's columns. */
+  private static Map<String, Integer> read(
+      Path file, List<String> required, List<String> optional, RowReader reader) {
     if (!Files.isRegularFile(file)) {
       throw new TraceFormatException(
           file + ": no such file" + (Files.exists(file) ? " (not a regular file)" : ""));
@@ -215,8 +266,11 @@ public final class TraceFiles {
                 + lineNumber
                 + ": header lacks "
                 + String.join(", ", missing)
-                + "; expected the columns "
+                + "; header seen: '"
+                + String.join(",", names)
+                + "'; expected the columns "
                 + String.join(",", required)
+                + (optional.isEmpty() ? "" : ", optionally " + String.join(",", optional))
                 + " (in any order, others ignored)");
       }
       String text;
@@ -239,6 +293,7 @@ public final class TraceFiles {
         }
         reader.accept(lineNumber, new Row(file, lineNumber, columns, fields));
       }
+      return columns;
     } catch (IOException e) {
       throw new TraceFormatException(file + ": cannot read (" + e.getMessage() + ")");
     }

@@ -228,8 +228,13 @@ class ReplayCommandTest {
         POD_HEADER + "\nshort,100,1024,1\n",
         pods + " line 2: 4 fields, the header has 11; expected one value per column");
     assertMalformed(
-        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,1,1\n",
-        pods + " line 1: header lacks gpu_spec, creation_time; expected the columns");
+        "name,cpu_milli,memory_mib,gpu_milli\nx,1,1,1\n",
+        pods
+            + " line 1: header lacks num_gpu; header seen: 'name,cpu_milli,memory_mib,gpu_milli';"
+            + " expected the columns cpu_milli,num_gpu,gpu_milli");
+    assertMalformed(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,1,1\ny,1,1,1,x\n",
+        pods + " line 3, column gpu_milli: 'x' given; expected a whole number");
     assertMalformed(
         POD_HEADER + "\nbad,100,1024,1,500,T4||V100,LS,Running,1,,\n",
         pods + " line 2, column gpu_spec: 'T4||V100' given; expected GPU model names");
@@ -258,6 +263,129 @@ class ReplayCommandTest {
   }
 
   @Test
+  void pod_lists_of_every_variant_replay_side_by_side_and_file_order_is_said() throws IOException {
+    halfTrace();
+    write(
+        "openb_pod_list_five.csv",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli",
+        "f1,100,1024,1,500",
+        "f2,100,1024,0,0");
+    write("openb_pod_list_min.csv", "cpu_milli,num_gpu,gpu_milli", "100,1,250");
+    Path csv = dir.resolve("out.csv");
+    Outcome outcome = run(dir.toString(), "--seeds", "1,2", "--csv", csv.toString());
+    assertEquals(0, outcome.status(), outcome.err());
+    String out = outcome.out();
+    assertTrue(
+        out.contains(
+            "note: openb_pod_list_five.csv has no creation_time column: its pods arrive in file"
+                + " order\n"),
+        out);
+    assertTrue(
+        out.contains(
+            "note: openb_pod_list_min.csv has no creation_time column: its pods arrive in file"
+                + " order\n"),
+        out);
+    assertTrue(
+        out.contains(
+            "note: openb_pod_list_min.csv has no name (line-N), memory_mib (0), gpu_spec (any"
+                + " model) columns: defaulted\n"),
+        out);
+    assertTrue(
+        out.contains("note: openb_pod_list_five.csv has no gpu_spec (any model) column: defaulted"),
+        out);
+    assertFalse(out.contains("note: openb_pod_list_half.csv"), out);
+    List<String> lines = Files.readAllLines(csv);
+    assertEquals(1 + 3 * 3, lines.size(), lines.toString());
+    for (String line : lines.subList(1, lines.size())) {
+      String[] f = line.split(",");
+      assertEquals(
+          f[0].equals("openb_pod_list_half") ? "present" : "absent",
+          value(f, "creation_time_column"),
+          line);
+    }
+  }
+
+  @Test
+  void failed_pods_are_reported_by_gpu_count_at_90_and_100_percent() throws IOException {
+    // Two GPUs (2000): a takes one; b (CPU only, more CPU than the node) fails at 50 %; c, d, e
+    // (300, 300, 200: 90 %, the first at 90 % or more) share the other; f (500: 115 %, the first
+    // at 100 % or more) fails.
+    write(TraceFiles.NODE_FILE, NODE_HEADER, "node-0,8000,65536,2,T4");
+    write(
+        "openb_pod_list_fails.csv",
+        POD_HEADER,
+        pod("a", 1000, 1, 1000, "", 1),
+        pod("b", 9000, 0, 0, "", 2),
+        pod("c", 100, 1, 300, "", 3),
+        pod("d", 100, 1, 300, "", 4),
+        pod("e", 100, 1, 200, "", 5),
+        pod("f", 100, 1, 500, "", 6));
+    Path csv = dir.resolve("out.csv");
+    Outcome outcome = run(dir.toString(), "--seeds", "1..3", "--csv", csv.toString());
+    assertEquals(0, outcome.status(), outcome.err());
+    List<String> lines = Files.readAllLines(csv);
+    for (String line : lines.subList(1, lines.size())) {
+      String[] f = line.split(",");
+      for (String bucket : List.of("0gpu", "frac", "1gpu", "2gpu", "4gpu", "8gpu", "other")) {
+        assertEquals(
+            bucket.equals("0gpu") ? "1.0" : "0.0", value(f, "failed_at_90_" + bucket), line);
+        assertEquals(
+            bucket.equals("0gpu") || bucket.equals("frac") ? "1.0" : "0.0",
+            value(f, "failed_at_100_" + bucket),
+            line);
+      }
+    }
+    String out = outcome.out();
+    assertTrue(
+        out.contains(
+            "failed pods by GPU count (@90% / @100% arrived, mean over the seeds; frac: a fraction"
+                + " of one GPU)\npolicy"),
+        out);
+    assertTrue(
+        out.matches(
+            "(?s).*\nFGD +1\\.0 / 1\\.0 +0\\.0 / 1\\.0 +0\\.0 / 0\\.0 +0\\.0 / 0\\.0 +0\\.0"
+                + " / 0\\.0 +0\\.0 / 0\\.0\n.*"),
+        out);
+    assertFalse(out.contains(" other"), "no pod of 3, 5, 6 or 7 GPUs: " + out);
+  }
+
+  @Test
+  void the_results_do_not_depend_on_the_number_of_threads() throws IOException {
+    halfTrace();
+    mixedTrace();
+    Path one = dir.resolve("one.csv");
+    Path many = dir.resolve("many.csv");
+    Outcome first =
+        run(dir.toString(), "--seeds", "1..4", "--threads", "1", "--csv", one.toString());
+    Outcome second =
+        run(dir.toString(), "--seeds", "1..4", "--threads", "3", "--csv", many.toString());
+    assertEquals(0, first.status(), first.err());
+    assertEquals(0, second.status(), second.err());
+    assertEquals(withoutTiming(one), withoutTiming(many));
+    assertEquals(
+        first
+            .out()
+            .lines()
+            .filter(l -> !l.startsWith("CSV"))
+            .map(ReplayCommandTest::noRate)
+            .toList(),
+        second
+            .out()
+            .lines()
+            .filter(l -> !l.startsWith("CSV"))
+            .map(ReplayCommandTest::noRate)
+            .toList());
+    assertRefused(
+        run(dir.toString(), "--threads", "0"),
+        "--threads: '0' given; expected a whole number, 1 to 256");
+  }
+
+  /** A table line without its last field, the pods per second. */
+  private static String noRate(String line) {
+    return line.replaceFirst("\\s+\\d+$", "");
+  }
+
+  @Test
   void quoted_fields_and_columns_in_any_order_are_read() throws IOException {
     write(
         TraceFiles.NODE_FILE,
@@ -268,7 +396,7 @@ class ReplayCommandTest {
         "creation_time,gpu_spec,gpu_milli,num_gpu,memory_mib,cpu_milli,name",
         "0,\"T4|P100\",500,1,1024,100,\"a \"\"quoted\"\" pod\"");
     assertEquals(2, TraceFiles.readNodes(dir.resolve(TraceFiles.NODE_FILE)).get(0).gpuCount());
-    var pods = TraceFiles.readPods(dir.resolve("openb_pod_list_q.csv"));
+    var pods = TraceFiles.readPods(dir.resolve("openb_pod_list_q.csv")).pods();
     assertEquals("a \"quoted\" pod", pods.get(0).name());
     assertEquals(List.of("P100", "T4"), pods.get(0).spec().models());
     assertEquals(0, run(dir.toString(), "--seeds", "1", "--policies", "bestfit").status());
