@@ -39,7 +39,7 @@ public final class ReplayCommand {
 
   public static final String NAME = "replay";
 
-  static final String DEFAULT_POLICIES = "fgd,bestfit,fgd-capacity";
+  static final String DEFAULT_POLICIES = "fgd,bestfit,fgd-reserve";
   static final String DEFAULT_SEEDS = "1..10";
   private static final int MAX_SEEDS = 1000;
   private static final int MAX_THREADS = 256;
@@ -59,7 +59,7 @@ public final class ReplayCommand {
   public static String usage() {
     return """
         Usage: java -jar gpushare.jar replay TRACE_DIR [--trace NAME|all]
-                                             [--policies fgd,bestfit,fgd-capacity]
+                                             [--policies fgd,bestfit,fgd-reserve]
                                              [--seeds 1..10] [--order creation_time|shuffled]
                                              [--csv FILE] [--threads N]
 

@@ -117,7 +117,7 @@ class ReplayCommandTest {
       assertEquals("1.0", value(f, "failed_pods"));
       assertEquals("0.0", value(f, "frag_gpus_at_130"));
     }
-    assertEquals(List.of("FGD", "BestFit", "FGD-Capacity"), policies);
+    assertEquals(List.of("FGD", "BestFit", "FGD-Reserve"), policies);
     assertTrue(
         outcome.out().contains("trace openb_pod_list_half: 1 pods (GPU demand 25.0 % of capacity)"),
         outcome.out());
@@ -171,7 +171,7 @@ class ReplayCommandTest {
     assertEquals(0, help.status());
     assertTrue(help.out().startsWith("Usage: java -jar gpushare.jar replay TRACE_DIR"));
     assertTrue(help.out().contains("cluster-trace-gpu-v2023"));
-    assertTrue(help.out().contains("fgd, bestfit, fgd-capacity"));
+    assertTrue(help.out().contains("fgd, bestfit, fgd-capacity, fgd-reserve"));
   }
 
   @Test
@@ -185,7 +185,7 @@ class ReplayCommandTest {
     assertTrue(run(dir.toString(), "--trace", "other").err().contains("accepted: all, half"));
     assertRefused(
         run(dir.toString(), "--policies", "fgd,random"),
-        "--policies: 'random' given; accepted: fgd, bestfit, fgd-capacity");
+        "--policies: 'random' given; accepted: fgd, bestfit, fgd-capacity, fgd-reserve");
     assertRefused(
         run(dir.toString(), "--seeds", "5..2"), "--seeds: '5..2' given; expected a range");
     assertRefused(run(dir.toString(), "--seeds", "x"), "--seeds: 'x' given");
