@@ -25,6 +25,12 @@ final class FgdPolicy extends NodeScoringPolicy {
 
     /** This project's capacity-aware FGD ({@link Policies#FGD_CAPACITY}). */
     static final Config CAPACITY = new Config(TargetWorkload.Options.PAPER, false, 0.5);
+
+    /**
+     * The measure of {@link Policies#FGD_RESERVE}: the capacity term at weight 0.1 (BENCHMARKS: 0.5
+     * cost up to 0.75 points against FGD on the public multigpu50 list, 0.1 none).
+     */
+    static final Config RESERVE = new Config(TargetWorkload.Options.PAPER, false, 0.1);
   }
 
   private final FragmentationMeasure measure;

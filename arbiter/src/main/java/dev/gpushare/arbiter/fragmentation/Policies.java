@@ -33,15 +33,15 @@ public enum Policies {
     }
   },
   /**
-   * This project's policy, the default of the replay: {@link #FGD_CAPACITY}'s score, and whole
-   * nodes kept for the multi-GPU pods still to come that the measure's classes leave out ({@link
-   * WholeNodeReserve}): a placement that would take the last of the nodes such a pod needs goes
-   * elsewhere when any other node fits.
+   * This project's policy, the default of the replay: the capacity-aware measure at weight 0.1
+   * ({@link FgdPolicy.Config#RESERVE}), and whole nodes kept for the multi-GPU pods still to come
+   * that the measure's classes leave out ({@link WholeNodeReserve}): a placement that would take
+   * the last of the nodes such a pod needs goes elsewhere when any other node fits.
    */
   FGD_RESERVE("fgd-reserve", "FGD-Reserve") {
     @Override
     public PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed) {
-      FgdPolicy.Config config = FgdPolicy.Config.CAPACITY;
+      FgdPolicy.Config config = FgdPolicy.Config.RESERVE;
       FgdPolicy policy = (FgdPolicy) fgd(cluster, tracePods, config, seed);
       policy.reserving(
           new WholeNodeReserve(
@@ -72,6 +72,18 @@ public enum Policies {
   }
 
   public abstract PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed);
+
+  /**
+   * The fragmentation measure of this project's policy ({@link #FGD_RESERVE}) against {@code
+   * workload}: what the scheduler extender scores nodes with, so that every place that scores a
+   * placement uses the one policy. Where the workload has only one-GPU share classes without CPU
+   * (the extender's view of sharing pods), its capacity term and reserve are zero by construction
+   * and it equals FGD's measure.
+   */
+  public static FragmentationMeasure projectMeasure(TargetWorkload workload) {
+    FgdPolicy.Config config = FgdPolicy.Config.RESERVE;
+    return new FragmentationMeasure(workload, config.memoryAware(), config.capacityWeight());
+  }
 
   public PlacementPolicy.Factory factory() {
     return this::create;

@@ -1,96 +1,86 @@
 package dev.gpushare.arbiter.fragmentation;
 
-import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Keeps enough nodes whole for the multi-GPU pods still to come. The paper's measure cuts the
- * target workload at 95 % popularity, which drops the 2-, 4- and 8-GPU classes: nothing stops a
- * CPU-heavy or fractional pod from taking the last free GPU or the CPU of a node that an 8-GPU pod
- * needed, and such pods then fail while the cluster is far from full.
+ * target workload at 95 % popularity, which drops most 2-, 4- and 8-GPU classes: nothing then stops
+ * a CPU-heavy or fractional pod from taking the last free GPU or the CPU of one of the few nodes
+ * that a large multi-GPU pod fits (an 8-GPU pod of 120 cores fits only nodes with 8 GPUs and 120
+ * free cores), and such pods fail while the cluster is far from full.
  *
- * <p>For each GPU count {@code k > 1} that the trace's pods ask for and that no class of the
- * measured workload has (a class the measure keeps is protected by the measure itself), a node
- * <em>hosts</em> {@code k} when it has {@code k} wholly free GPUs and the CPU and memory of the
- * largest {@code k}-GPU pod of the trace. The number of {@code k}-GPU pods still to come is
- * estimated from the arrival mix: their share of the trace's pods times the arrivals that the
- * arrival stop allows (the stop over the mean GPU demand of a pod), less those seen so far. A
+ * <p>For each GPU count {@code k > 1} that pods of the trace ask for in classes the measure leaves
+ * out, a node <em>hosts</em> {@code k} while it has {@code k} wholly free GPUs and the CPU and
+ * memory of the largest such pod. The {@code k}-GPU pods still to come are estimated from the
+ * arrival mix: the share of such pods in the trace times the arrivals that the arrival stop allows
+ * (the stop over the mean GPU demand of a pod), less the {@code k}-GPU pods seen so far. A
  * placement that would make a node stop hosting {@code k} while no more nodes host {@code k} than
- * pods are still expected is not <em>sparing</em>: the policy takes it only when no sparing node
- * fits, so the reserve never makes a pod fail.
+ * such pods are still expected is not <em>sparing</em>: the policy takes it only when no sparing
+ * node fits, so the reserve never makes a pod fail.
  *
- * <p>Selection (BENCHMARKS, placement): the largest pod's CPU rather than the median was chosen on
- * the {@code default} trace (with the median, four 120-core 8-GPU pods still failed before 90 %
- * arrived); leaving out the counts the measure keeps was chosen on a synthetic multi-GPU variant;
- * the reserve size is the expectation itself, not tuned.
+ * <p>What was chosen on which traces: BENCHMARKS, "The project's policy".
  */
 final class WholeNodeReserve {
   private final Cluster cluster;
-  private final int[] counts; // GPU counts k > 1 with pods in the trace
+  private final int[] counts; // the GPU counts k > 1 kept for
   private final int[] cpu;
   private final long[] memory;
-  private final double[] share; // of all pods
-  private final double expectedArrivals;
+  private final double[] expected; // k-GPU pods in all, from the arrival mix
   private final int[] seen;
-  private final int[][] hostsStamp;
-  private final boolean[][] hosts;
+  private final int[] nodeStamp;
+  private final boolean[][] hosts; // [node][i]
   private final int[] hosting;
 
   /**
-   * @param tracePods the pod list arrivals are drawn from: the GPU counts, their share and size
+   * @param tracePods the pod list arrivals are drawn from
    * @param measured the classes the policy's fragmentation measure counts
    * @param stopMilli the arrived GPU demand at which arrivals stop (the replay's 130 % of capacity)
    */
   WholeNodeReserve(
       Cluster cluster, List<PodSpec> tracePods, TargetWorkload measured, long stopMilli) {
     this.cluster = cluster;
-    List<Integer> ks = new ArrayList<>();
-    for (int k = 2; k <= PodSpec.MAX_GPUS; k++) {
-      final int kk = k;
-      boolean measuredAlready = measured.classes().stream().anyMatch(c -> c.spec().numGpu() == kk);
-      if (tracePods.stream().anyMatch(p -> p.numGpu() == kk) && !measuredAlready) {
-        ks.add(k);
-      }
-    }
-    counts = ks.stream().mapToInt(Integer::intValue).toArray();
-    cpu = new int[counts.length];
-    memory = new long[counts.length];
-    share = new double[counts.length];
+    Set<PodSpec> inMeasure = new HashSet<>();
+    measured.classes().forEach(c -> inMeasure.add(c.spec().withoutMemory()));
+    int[] left = new int[PodSpec.MAX_GPUS + 1];
+    int[] maxCpu = new int[PodSpec.MAX_GPUS + 1];
+    long[] maxMemory = new long[PodSpec.MAX_GPUS + 1];
     long demand = 0;
     for (PodSpec p : tracePods) {
       demand += p.gpuDemandMilli();
-    }
-    for (int i = 0; i < counts.length; i++) {
-      int k = counts[i];
-      int[] cpus =
-          tracePods.stream()
-              .filter(p -> p.numGpu() == k)
-              .mapToInt(PodSpec::cpuMilli)
-              .sorted()
-              .toArray();
-      long[] mems =
-          tracePods.stream()
-              .filter(p -> p.numGpu() == k)
-              .mapToLong(PodSpec::memoryMib)
-              .sorted()
-              .toArray();
-      cpu[i] = cpus[cpus.length - 1];
-      memory[i] = mems[mems.length - 1];
-      share[i] = cpus.length / (double) tracePods.size();
+      int k = p.numGpu();
+      if (k > 1 && !inMeasure.contains(p.withoutMemory())) {
+        left[k]++;
+        maxCpu[k] = Math.max(maxCpu[k], p.cpuMilli());
+        maxMemory[k] = Math.max(maxMemory[k], p.memoryMib());
+      }
     }
     double meanDemand = tracePods.isEmpty() ? 0 : demand / (double) tracePods.size();
-    expectedArrivals = meanDemand == 0 ? 0 : stopMilli / meanDemand;
-    seen = new int[counts.length];
-    hostsStamp = new int[counts.length][cluster.size()];
-    hosts = new boolean[counts.length][cluster.size()];
-    hosting = new int[counts.length];
-    for (int i = 0; i < counts.length; i++) {
-      Arrays.fill(hostsStamp[i], -1);
+    double arrivals = meanDemand == 0 ? 0 : stopMilli / meanDemand;
+    counts =
+        java.util.stream.IntStream.rangeClosed(2, PodSpec.MAX_GPUS)
+            .filter(k -> left[k] > 0)
+            .toArray();
+    int size = counts.length;
+    cpu = new int[size];
+    memory = new long[size];
+    expected = new double[size];
+    for (int i = 0; i < size; i++) {
+      int k = counts[i];
+      cpu[i] = maxCpu[k];
+      memory[i] = maxMemory[k];
+      expected[i] = left[k] / (double) tracePods.size() * arrivals;
     }
+    seen = new int[size];
+    nodeStamp = new int[cluster.size()];
+    Arrays.fill(nodeStamp, -1);
+    hosts = new boolean[cluster.size()][size];
+    hosting = new int[size];
   }
 
-  /** The GPU counts kept for, largest last (for tests and reports). */
+  /** The GPU counts kept for (for tests and reports). */
   int[] counts() {
     return counts.clone();
   }
@@ -101,18 +91,26 @@ final class WholeNodeReserve {
       if (pod.numGpu() == counts[i]) {
         seen[i]++;
       }
-      int count = 0;
-      for (int n = 0; n < cluster.size(); n++) {
-        int version = cluster.version(n);
-        if (hostsStamp[i][n] != version) {
-          hosts[i][n] = hosts(i, cluster.node(n), 0, 0, 0);
-          hostsStamp[i][n] = version;
-        }
-        if (hosts[i][n]) {
-          count++;
-        }
+    }
+    if (counts.length == 0) {
+      return;
+    }
+    for (int n = 0; n < cluster.size(); n++) {
+      int version = cluster.version(n);
+      if (nodeStamp[n] == version) {
+        continue;
       }
-      hosting[i] = count;
+      NodeState node = cluster.node(n);
+      int whole = whole(node);
+      boolean[] flags = hosts[n];
+      for (int i = 0; i < counts.length; i++) {
+        boolean now = fits(i, node.cpuFree(), node.memoryFree(), whole);
+        if (nodeStamp[n] < 0 ? now : now != flags[i]) {
+          hosting[i] += now ? 1 : -1;
+        }
+        flags[i] = now;
+      }
+      nodeStamp[n] = version;
     }
   }
 
@@ -121,40 +119,43 @@ final class WholeNodeReserve {
    * reserve that is still needed.
    */
   boolean spares(int n, PodSpec pod, int gpu) {
+    if (counts.length == 0) {
+      return true;
+    }
     NodeState node = cluster.node(n);
+    int wholeTaken;
+    if (pod.numGpu() == 0) {
+      wholeTaken = 0;
+    } else if (pod.isShare()) {
+      wholeTaken = gpu >= 0 && node.gpuFree(gpu) == PodSpec.MILLI ? 1 : 0;
+    } else {
+      wholeTaken = pod.numGpu();
+    }
+    int whole = whole(node) - wholeTaken;
+    int cpuAfter = node.cpuFree() - pod.cpuMilli();
+    long memoryAfter = node.memoryFree() - pod.memoryMib();
+    boolean[] flags = hosts[n];
     for (int i = 0; i < counts.length; i++) {
-      if (pod.numGpu() >= counts[i] || !hosts[i][n]) {
-        continue;
-      }
-      double expected = share[i] * expectedArrivals - seen[i];
-      if (hosting[i] > expected) {
-        continue;
-      }
-      int wholeTaken;
-      if (pod.numGpu() == 0) {
-        wholeTaken = 0;
-      } else if (pod.isShare()) {
-        wholeTaken = gpu >= 0 && node.gpuFree(gpu) == PodSpec.MILLI ? 1 : 0;
-      } else {
-        wholeTaken = pod.numGpu();
-      }
-      if (!hosts(i, node, wholeTaken, pod.cpuMilli(), pod.memoryMib())) {
+      if (flags[i]
+          && hosting[i] <= expected[i] - seen[i]
+          && !fits(i, cpuAfter, memoryAfter, whole)) {
         return false;
       }
     }
     return true;
   }
 
-  private boolean hosts(int i, NodeState node, int wholeTaken, int cpuTaken, long memoryTaken) {
-    if (node.cpuFree() - cpuTaken < cpu[i] || node.memoryFree() - memoryTaken < memory[i]) {
-      return false;
-    }
-    int whole = -wholeTaken;
+  private boolean fits(int i, int cpuFree, long memoryFree, int whole) {
+    return whole >= counts[i] && cpuFree >= cpu[i] && memoryFree >= memory[i];
+  }
+
+  private static int whole(NodeState node) {
+    int whole = 0;
     for (int g = 0; g < node.gpuCount(); g++) {
       if (node.gpuFree(g) == PodSpec.MILLI) {
         whole++;
       }
     }
-    return whole >= counts[i];
+    return whole;
   }
 }

@@ -9,6 +9,7 @@ import dev.gpushare.arbiter.Parsed;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.ShareRequestRules;
 import dev.gpushare.arbiter.fragmentation.FragmentationMeasure;
+import dev.gpushare.arbiter.fragmentation.Policies;
 import dev.gpushare.arbiter.fragmentation.TargetWorkload;
 import dev.gpushare.http.extender.ExtenderFilter.Verdict;
 import dev.gpushare.http.server.ApiDirectives;
@@ -212,7 +213,7 @@ public final class SchedulerExtenderRoutes extends ApiDirectives {
         state -> {
           Map<String, NodeView> known = byName(state.getKey());
           TargetWorkload workload = ExtenderScores.workload(pod, otherPods(state.getValue(), args));
-          FragmentationMeasure measure = new FragmentationMeasure(workload);
+          FragmentationMeasure measure = Policies.projectMeasure(workload);
           Map<String, Integer> scores = new LinkedHashMap<>();
           for (String name : args.nodeNames()) {
             NodeView node = known.get(name);
