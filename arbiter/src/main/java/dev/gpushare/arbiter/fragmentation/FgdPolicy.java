@@ -28,7 +28,7 @@ final class FgdPolicy extends NodeScoringPolicy {
 
     /**
      * The measure of {@link Policies#FGD_RESERVE}: the capacity term at weight 0.1 (BENCHMARKS: 0.5
-     * cost up to 0.75 points against FGD on the public multigpu50 list, 0.1 none).
+     * was up to 0.75 points below FGD on the public multigpu50 list, 0.1 much closer).
      */
     static final Config RESERVE = new Config(TargetWorkload.Options.PAPER, false, 0.1);
   }

@@ -35,8 +35,8 @@ public enum Policies {
   /**
    * This project's policy, the default of the replay: the capacity-aware measure at weight 0.1
    * ({@link FgdPolicy.Config#RESERVE}), and whole nodes kept for the multi-GPU pods still to come
-   * that the measure's classes leave out ({@link WholeNodeReserve}): a placement that would take
-   * the last of the nodes such a pod needs goes elsewhere when any other node fits.
+   * ({@link WholeNodeReserve}): a placement that would take the last of the nodes such a pod needs
+   * goes elsewhere when any other node fits.
    */
   FGD_RESERVE("fgd-reserve", "FGD-Reserve") {
     @Override
@@ -45,10 +45,7 @@ public enum Policies {
       FgdPolicy policy = (FgdPolicy) fgd(cluster, tracePods, config, seed);
       policy.reserving(
           new WholeNodeReserve(
-              cluster,
-              tracePods,
-              TargetWorkload.of(tracePods, config.workload()),
-              cluster.capacityGpuMilli() * Replay.STOP_PERCENT / 100));
+              cluster, tracePods, cluster.capacityGpuMilli() * Replay.STOP_PERCENT / 100));
       return policy;
     }
   };

@@ -1,9 +1,7 @@
 package dev.gpushare.arbiter.fragmentation;
 
 import java.util.Arrays;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Keeps enough nodes whole for the multi-GPU pods still to come. The paper's measure cuts the
@@ -36,14 +34,10 @@ final class WholeNodeReserve {
 
   /**
    * @param tracePods the pod list arrivals are drawn from
-   * @param measured the classes the policy's fragmentation measure counts
    * @param stopMilli the arrived GPU demand at which arrivals stop (the replay's 130 % of capacity)
    */
-  WholeNodeReserve(
-      Cluster cluster, List<PodSpec> tracePods, TargetWorkload measured, long stopMilli) {
+  WholeNodeReserve(Cluster cluster, List<PodSpec> tracePods, long stopMilli) {
     this.cluster = cluster;
-    Set<PodSpec> inMeasure = new HashSet<>();
-    measured.classes().forEach(c -> inMeasure.add(c.spec().withoutMemory()));
     int[] left = new int[PodSpec.MAX_GPUS + 1];
     int[] maxCpu = new int[PodSpec.MAX_GPUS + 1];
     long[] maxMemory = new long[PodSpec.MAX_GPUS + 1];
@@ -51,7 +45,7 @@ final class WholeNodeReserve {
     for (PodSpec p : tracePods) {
       demand += p.gpuDemandMilli();
       int k = p.numGpu();
-      if (k > 1 && !inMeasure.contains(p.withoutMemory())) {
+      if (k > 1) {
         left[k]++;
         maxCpu[k] = Math.max(maxCpu[k], p.cpuMilli());
         maxMemory[k] = Math.max(maxMemory[k], p.memoryMib());

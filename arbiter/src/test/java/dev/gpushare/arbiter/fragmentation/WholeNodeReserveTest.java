@@ -2,7 +2,6 @@ package dev.gpushare.arbiter.fragmentation;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -14,7 +13,7 @@ import org.junit.jupiter.api.Test;
  * such pods are still expected, and never fails a pod for it.
  */
 class WholeNodeReserveTest {
-  /** 2,000 CPU-only pods, 30 one-GPU pods, 10 eight-GPU pods of 120 cores: 8-GPU pods are cut. */
+  /** 2,000 CPU-only pods, 30 one-GPU pods and 10 eight-GPU pods of 120 cores. */
   private static final List<PodSpec> TRACE = trace(10);
 
   private static List<PodSpec> trace(int eightGpuPods) {
@@ -43,19 +42,15 @@ class WholeNodeReserveTest {
   }
 
   @Test
-  void theEightGpuClassIsKeptOnlyBecauseTheMeasureCutsIt() {
+  void everyMultiGpuCountOfTheTraceIsKeptFor() {
     Cluster cluster = new Cluster(nodes(128_000));
-    TargetWorkload measured = TargetWorkload.of(TRACE, TargetWorkload.Options.PAPER);
-    assertTrue(measured.classes().stream().noneMatch(c -> c.spec().numGpu() == 8));
+    assertArrayEquals(new int[] {8}, new WholeNodeReserve(cluster, TRACE, 13_000).counts());
+    List<PodSpec> mixed = new ArrayList<>(TRACE);
+    mixed.add(PodSpec.of(32_000, 0, 4, 1000));
+    mixed.add(PodSpec.of(16_000, 0, 2, 1000));
+    assertArrayEquals(new int[] {2, 4, 8}, new WholeNodeReserve(cluster, mixed, 13_000).counts());
     assertArrayEquals(
-        new int[] {8}, new WholeNodeReserve(cluster, TRACE, measured, 13_000).counts());
-    // A workload whose 8-GPU pods are popular enough to be measured needs no reserve for them.
-    List<PodSpec> popular = new ArrayList<>(TRACE.subList(2000, TRACE.size()));
-    assertArrayEquals(
-        new int[0],
-        new WholeNodeReserve(
-                cluster, popular, TargetWorkload.of(popular, TargetWorkload.Options.PAPER), 13_000)
-            .counts());
+        new int[0], new WholeNodeReserve(cluster, TRACE.subList(0, 2030), 13_000).counts());
   }
 
   @Test
