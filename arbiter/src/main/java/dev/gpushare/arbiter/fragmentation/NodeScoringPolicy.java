@@ -91,7 +91,7 @@ abstract class NodeScoringPolicy implements PlacementPolicy {
     if (best < 0) {
       return Optional.empty();
     }
-    if (bestSparing >= 0) {
+    if (bestSparing >= 0 && values[bestSparing] >= values[best] - WholeNodeReserve.SLACK) {
       best = bestSparing;
     }
     int[] taken;
