@@ -42,7 +42,7 @@ public enum Policies {
     @Override
     public PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed) {
       FgdPolicy.Config config = FgdPolicy.Config.RESERVE;
-      FgdPolicy policy = (FgdPolicy) fgd(cluster, tracePods, config, seed);
+      FgdPolicy policy = fgd(cluster, tracePods, config, seed);
       policy.reserving(
           new WholeNodeReserve(
               cluster, tracePods, cluster.capacityGpuMilli() * Replay.STOP_PERCENT / 100));
@@ -96,7 +96,7 @@ public enum Policies {
     return Arrays.stream(values()).map(Policies::key).collect(Collectors.joining(", "));
   }
 
-  static PlacementPolicy fgd(
+  static FgdPolicy fgd(
       Cluster cluster, List<PodSpec> tracePods, FgdPolicy.Config config, long seed) {
     FragmentationMeasure measure =
         new FragmentationMeasure(

@@ -2,6 +2,7 @@ package dev.gpushare.arbiter.fragmentation;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.stream.IntStream;
 
 /**
  * Keeps enough nodes whole for the multi-GPU pods still to come. The paper's measure cuts the
@@ -60,10 +61,7 @@ final class WholeNodeReserve {
     }
     double meanDemand = tracePods.isEmpty() ? 0 : demand / (double) tracePods.size();
     double arrivals = meanDemand == 0 ? 0 : stopMilli / meanDemand;
-    counts =
-        java.util.stream.IntStream.rangeClosed(2, PodSpec.MAX_GPUS)
-            .filter(k -> left[k] > 0)
-            .toArray();
+    counts = IntStream.rangeClosed(2, PodSpec.MAX_GPUS).filter(k -> left[k] > 0).toArray();
     int size = counts.length;
     cpu = new int[size];
     memory = new long[size];

@@ -113,7 +113,7 @@ public final class ServerTls {
   }
 
   /** Whether clients must present a certificate of the client CA. */
-  public boolean mutual() {
+  public boolean requiresClientCertificate() {
     return clientCaFile.isPresent();
   }
 

@@ -144,7 +144,7 @@ class SchedulerExtenderServerTest {
                 resource("admission/tls/webhook.crt"),
                 resource("admission/tls/webhook-rsa.key"),
                 resource("extender/tls/client-ca.crt"))
-            .mutual());
+            .requiresClientCertificate());
     LaunchException notCas =
         assertThrows(
             LaunchException.class,
