@@ -34,14 +34,15 @@ public enum Policies {
   },
   /**
    * This project's policy, the default of the replay: the capacity-aware measure at weight 0.1
-   * ({@link FgdPolicy.Config#RESERVE}), and whole nodes kept for the multi-GPU pods still to come
-   * ({@link WholeNodeReserve}): a placement that would take the last of the nodes such a pod needs
-   * goes elsewhere when any other node fits.
+   * ({@link FgdPolicy.Config#RESERVE}; less where pods name GPU models, {@link
+   * FgdPolicy.Config#forModelConstraints}), and whole nodes kept for the multi-GPU pods still to
+   * come ({@link WholeNodeReserve}): a placement that would take the last of the nodes such a pod
+   * needs goes elsewhere when any other node fits.
    */
   FGD_RESERVE("fgd-reserve", "FGD-Reserve") {
     @Override
     public PlacementPolicy create(Cluster cluster, List<PodSpec> tracePods, long seed) {
-      FgdPolicy.Config config = FgdPolicy.Config.RESERVE;
+      FgdPolicy.Config config = FgdPolicy.Config.RESERVE.forModelConstraints(tracePods);
       FgdPolicy policy = fgd(cluster, tracePods, config, seed);
       policy.reserving(
           new WholeNodeReserve(

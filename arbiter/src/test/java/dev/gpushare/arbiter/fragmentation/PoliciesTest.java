@@ -104,6 +104,39 @@ class PoliciesTest {
   }
 
   @Test
+  void where_pods_name_gpu_models_the_project_policy_leaves_the_capacity_term_out() {
+    // The case above: at weight 0.1 a costs 100 more fragment (score 47 against 50): always b.
+    // When the workload's GPU pods accept only T4, the term is off and the choice is FGD's tie.
+    List<NodeState> nodes = List.of(node("a", 16_000, 1000, 1000), node("b", 64_000, 1000, 1000));
+    PodSpec cpuPod = PodSpec.of(8000, 0, 0, 0);
+    PodSpec anyModel = PodSpec.of(8000, 0, 1, 1000);
+    PodSpec t4Only = new PodSpec(8000, 0, 1, 1000, List.of("T4"));
+    Set<Integer> constrained = new HashSet<>();
+    for (long seed = 1; seed <= 20; seed++) {
+      assertEquals(1, choose(Policies.FGD_RESERVE, nodes, List.of(anyModel), cpuPod, seed).node());
+      constrained.add(choose(Policies.FGD_RESERVE, nodes, List.of(t4Only), cpuPod, seed).node());
+    }
+    assertEquals(Set.of(0, 1), constrained);
+  }
+
+  @Test
+  void the_capacity_weight_falls_with_the_constrained_share_of_the_demand() {
+    PodSpec free = PodSpec.of(1000, 0, 1, 1000);
+    PodSpec t4 = new PodSpec(1000, 0, 1, 1000, List.of("T4"));
+    PodSpec cpuOnly = new PodSpec(1000, 0, 0, 0, List.of("T4")); // no GPU demand: not counted
+    FgdPolicy.Config reserve = FgdPolicy.Config.RESERVE;
+    assertEquals(0.1, reserve.forModelConstraints(List.of(free, cpuOnly)).capacityWeight(), 1e-12);
+    List<PodSpec> tenPercent = new java.util.ArrayList<>();
+    for (int i = 0; i < 37; i++) {
+      tenPercent.add(free);
+    }
+    tenPercent.addAll(List.of(t4, t4, t4)); // 3 of 40 = 7.5 %: half the weight
+    assertEquals(0.05, reserve.forModelConstraints(tenPercent).capacityWeight(), 1e-12);
+    assertEquals(0.0, reserve.forModelConstraints(List.of(free, t4)).capacityWeight(), 0);
+    assertEquals(0.1, reserve.forModelConstraints(List.of()).capacityWeight(), 0);
+  }
+
+  @Test
   void equal_scores_follow_one_node_order_per_seed() {
     // Eight identical empty nodes: every pod scores the same everywhere; a seed fixes the order,
     // so a policy keeps filling the same first node (packing), and another seed may pick another.
