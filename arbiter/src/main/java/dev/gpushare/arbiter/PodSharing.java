@@ -1,5 +1,6 @@
 package dev.gpushare.arbiter;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.databind.annotation.JsonDeserialize;
 import com.fasterxml.jackson.databind.annotation.JsonSerialize;
 import com.fasterxml.jackson.databind.util.StdConverter;
@@ -11,9 +12,12 @@ import com.fasterxml.jackson.databind.util.StdConverter;
  *
  * <p>In events and cluster messages a pod's sharing keeps the one JSON object it has been written
  * as since 0.1, {@link Wire}: {@code {"kind":"SHARED","policy":…,"requests":…,"limits":…,
- * "exclusiveGpus":0,"container":…}}, with {@code null} (or 0) for what its kind does not have.
- * Journals written before the sealed family read back as the same values (PodSharingJsonTest, and
- * src-test UpgradeTest over the journal recorded by 0.1).
+ * "exclusiveGpus":0,"container":…}}, with {@code null} (or 0) for what its kind does not have. A
+ * shared pod that asks to be checkpointed adds a last field {@code "preemption":"checkpoint"}; the
+ * default {@link PreemptionMode#SIGNAL} writes no such field, so every pod that does not ask keeps
+ * the old text byte for byte, and a text without the field reads as {@code SIGNAL}. Journals
+ * written before the sealed family read back as the same values (PodSharingJsonTest, and src-test
+ * UpgradeTest over the journal recorded by 0.1).
  */
 @JsonSerialize(converter = PodSharing.ToWire.class)
 @JsonDeserialize(converter = PodSharing.FromWire.class)
@@ -40,10 +44,15 @@ public sealed interface PodSharing extends JsonSerializable
    * @param limits the ceiling of use, from the limit annotations when the admission webhook wrote
    *     them
    * @param container the name of the one container that shares a GPU
+   * @param preemption what preemption or an idle release does to the pod's processes, from the
+   *     annotation {@link PreemptionMode#ANNOTATION}; {@code null} means {@link
+   *     PreemptionMode#SIGNAL}
    */
-  record Shared(SharePolicy policy, Share requests, Share limits, String container)
+  record Shared(
+      SharePolicy policy, Share requests, Share limits, String container, PreemptionMode preemption)
       implements PodSharing {
     public Shared {
+      preemption = preemption == null ? PreemptionMode.SIGNAL : preemption;
       if (policy == null || requests == null || limits == null) {
         throw new IllegalArgumentException(
             "a shared pod needs a policy, requests and limits; got policy="
@@ -53,6 +62,11 @@ public sealed interface PodSharing extends JsonSerializable
                 + ", limits="
                 + limits);
       }
+    }
+
+    /** A pod signalled at preemption ({@link PreemptionMode#SIGNAL}), as every pod before. */
+    public Shared(SharePolicy policy, Share requests, Share limits, String container) {
+      this(policy, requests, limits, container, PreemptionMode.SIGNAL);
     }
 
     @Override
@@ -99,6 +113,15 @@ public sealed interface PodSharing extends JsonSerializable
     return new Shared(policy, requests, limits, container);
   }
 
+  static Shared shared(
+      SharePolicy policy,
+      Share requests,
+      Share limits,
+      String container,
+      PreemptionMode preemption) {
+    return new Shared(policy, requests, limits, container, preemption);
+  }
+
   static Exclusive exclusive(int gpus) {
     return new Exclusive(gpus);
   }
@@ -110,7 +133,9 @@ public sealed interface PodSharing extends JsonSerializable
 
   /**
    * The JSON form of every kind, as written since 0.1 (field order and nulls included): what its
-   * kind does not have is {@code null}, {@code exclusiveGpus} 0 unless {@code EXCLUSIVE}.
+   * kind does not have is {@code null}, {@code exclusiveGpus} 0 unless {@code EXCLUSIVE}. {@code
+   * preemption}, added after 0.1, is left out unless a shared pod asks for {@link
+   * PreemptionMode#CHECKPOINT}: {@code null} (not written) means {@link PreemptionMode#SIGNAL}.
    */
   record Wire(
       Kind kind,
@@ -118,16 +143,24 @@ public sealed interface PodSharing extends JsonSerializable
       Share requests,
       Share limits,
       int exclusiveGpus,
-      String container) {
+      String container,
+      @JsonInclude(JsonInclude.Include.NON_NULL) PreemptionMode preemption) {
 
     static Wire of(PodSharing pod) {
       if (pod instanceof Shared s) {
-        return new Wire(Kind.SHARED, s.policy(), s.requests(), s.limits(), 0, s.container());
+        return new Wire(
+            Kind.SHARED,
+            s.policy(),
+            s.requests(),
+            s.limits(),
+            0,
+            s.container(),
+            s.preemption() == PreemptionMode.SIGNAL ? null : s.preemption());
       }
       if (pod instanceof Exclusive e) {
-        return new Wire(Kind.EXCLUSIVE, null, null, null, e.gpus(), null);
+        return new Wire(Kind.EXCLUSIVE, null, null, null, e.gpus(), null, null);
       }
-      return new Wire(Kind.PLAIN, null, null, null, 0, null);
+      return new Wire(Kind.PLAIN, null, null, null, 0, null, null);
     }
 
     PodSharing value() {
@@ -136,7 +169,7 @@ public sealed interface PodSharing extends JsonSerializable
             "a pod's sharing needs \"kind\": one of SHARED, EXCLUSIVE, PLAIN");
       }
       return switch (kind) {
-        case SHARED -> new Shared(policy, requests, limits, container);
+        case SHARED -> new Shared(policy, requests, limits, container, preemption);
         case EXCLUSIVE -> new Exclusive(exclusiveGpus);
         case PLAIN -> PLAIN;
       };

@@ -21,6 +21,11 @@ import java.util.regex.Pattern;
  * resources whose limit differs from the request, the admission webhook moves the limits into the
  * annotations {@link #CORE_LIMIT_ANNOTATION} and {@link #MEMORY_LIMIT_ANNOTATION}; when present,
  * those are the limits.
+ *
+ * <p>A share-pool pod may choose what its preemption does with the annotation {@link
+ * PreemptionMode#ANNOTATION}: exactly {@code checkpoint} or {@code signal} (absent = {@code
+ * signal}). The annotation applies to no other pod: a {@code static} pod is never preempted (SPEC
+ * §6), and a pod that does not share a GPU is not handled by the arbiter's preemption at all.
  */
 public final class ShareRequestRules {
   private ShareRequestRules() {}
@@ -66,6 +71,8 @@ public final class ShareRequestRules {
             || annotations.containsKey(CORE_LIMIT_ANNOTATION)
             || annotations.containsKey(MEMORY_LIMIT_ANNOTATION);
     if (!sharingPod) {
+      checkNoPreemptionAnnotation(
+          annotations, "it applies only to pods that share a GPU (share-pool)", errors);
       if (!errors.isEmpty()) {
         return Parsed.failed(errors);
       }
@@ -87,6 +94,7 @@ public final class ShareRequestRules {
                   + SharePolicy.LABEL
                   + " or a limit annotation); want exactly one container with both resources in"
                   + " both requests and limits, or neither the label nor the annotations"));
+      preemptionMode(policy, annotations, errors);
       return Parsed.failed(errors);
     }
     int index = sharing.get(0);
@@ -97,12 +105,57 @@ public final class ShareRequestRules {
     Share requests = checkedShare(index, container, REQUESTS, null, errors);
     Share containerLimits = checkedShare(index, container, LIMITS, requests, errors);
     Share limits = annotatedLimits(annotations, requests, errors);
+    PreemptionMode preemption = preemptionMode(policy, annotations, errors);
     if (!errors.isEmpty()) {
       return Parsed.failed(errors);
     }
     return Parsed.ok(
         PodSharing.shared(
-            policy, requests, limits == null ? containerLimits : limits, container.name()));
+            policy,
+            requests,
+            limits == null ? containerLimits : limits,
+            container.name(),
+            preemption));
+  }
+
+  /**
+   * The pod's {@link PreemptionMode#ANNOTATION}: {@code checkpoint} or {@code signal} exactly, as
+   * Kubernetes reads its own enum annotations (case-sensitive, nothing trimmed); absent is {@link
+   * PreemptionMode#SIGNAL}. A {@code static} pod may not carry it.
+   */
+  private static PreemptionMode preemptionMode(
+      SharePolicy policy, Map<String, String> annotations, List<FieldError> errors) {
+    if (policy == SharePolicy.STATIC) {
+      checkNoPreemptionAnnotation(
+          annotations,
+          "static pods are never preempted (SPEC §6), so the annotation does not apply",
+          errors);
+      return PreemptionMode.SIGNAL;
+    }
+    String given = annotations.get(PreemptionMode.ANNOTATION);
+    if (given == null) {
+      return PreemptionMode.SIGNAL;
+    }
+    try {
+      return PreemptionMode.of(given);
+    } catch (IllegalArgumentException e) {
+      errors.add(
+          FieldErrors.of(
+              annotation(PreemptionMode.ANNOTATION),
+              given,
+              PreemptionMode.accepted() + " (absent = " + PreemptionMode.SIGNAL.value() + ")"));
+      return PreemptionMode.SIGNAL;
+    }
+  }
+
+  private static void checkNoPreemptionAnnotation(
+      Map<String, String> annotations, String why, List<FieldError> errors) {
+    String given = annotations.get(PreemptionMode.ANNOTATION);
+    if (given != null) {
+      errors.add(
+          FieldErrors.of(
+              annotation(PreemptionMode.ANNOTATION), given, "no such annotation: " + why));
+    }
   }
 
   private static void checkNames(PodManifest pod, List<FieldError> errors) {

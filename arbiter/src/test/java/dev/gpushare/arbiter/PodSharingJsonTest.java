@@ -88,4 +88,69 @@ class PodSharingJsonTest {
     assertEquals(Refusal.Kind.CONFLICT, whole.kind());
     assertEquals(null, NodeAdmission.refusal(sharing, PodSharing.PLAIN));
   }
+
+  @Test
+  void a_checkpointed_pod_writes_its_mode_last_and_reads_back() throws Exception {
+    PodSharing checkpointed =
+        PodSharing.shared(
+            SharePolicy.SHARE_POOL,
+            new Share(10, 10),
+            new Share(80, 80),
+            "main",
+            PreemptionMode.CHECKPOINT);
+    String text = SHARED.substring(0, SHARED.length() - 1) + ",\"preemption\":\"checkpoint\"}";
+    assertEquals(text, JSON.writeValueAsString(checkpointed));
+    assertEquals(checkpointed, JSON.readValue(text, PodSharing.class));
+  }
+
+  @Test
+  void a_signalled_pod_writes_the_text_of_0_1_byte_for_byte() throws Exception {
+    PodSharing.Shared signalled =
+        PodSharing.shared(
+            SharePolicy.SHARE_POOL,
+            new Share(10, 10),
+            new Share(80, 80),
+            "main",
+            PreemptionMode.SIGNAL);
+    assertEquals(SHARED, JSON.writeValueAsString(signalled));
+    assertEquals(
+        signalled,
+        new PodSharing.Shared(
+            SharePolicy.SHARE_POOL, new Share(10, 10), new Share(80, 80), "main"));
+    assertEquals(
+        PreemptionMode.SIGNAL,
+        new PodSharing.Shared(
+                SharePolicy.SHARE_POOL, new Share(10, 10), new Share(80, 80), "main", null)
+            .preemption());
+    PodSharing.Shared read = (PodSharing.Shared) JSON.readValue(SHARED, PodSharing.class);
+    assertEquals(PreemptionMode.SIGNAL, read.preemption());
+    String explicit = SHARED.substring(0, SHARED.length() - 1) + ",\"preemption\":\"signal\"}";
+    assertEquals(signalled, JSON.readValue(explicit, PodSharing.class));
+    assertEquals(SHARED, JSON.writeValueAsString(JSON.readValue(explicit, PodSharing.class)));
+  }
+
+  @Test
+  void an_unknown_preemption_mode_is_refused_naming_it_and_the_accepted_ones() {
+    String text = SHARED.substring(0, SHARED.length() - 1) + ",\"preemption\":\"Checkpoint\"}";
+    Exception e = assertThrows(Exception.class, () -> JSON.readValue(text, PodSharing.class));
+    String message = e.getMessage();
+    assertTrue(
+        message.contains(
+            "unknown preemption mode \"Checkpoint\": want \"checkpoint\" or \"signal\""),
+        message);
+    IllegalArgumentException direct =
+        assertThrows(IllegalArgumentException.class, () -> PreemptionMode.of("SIGNAL"));
+    assertEquals(
+        "unknown preemption mode \"SIGNAL\": want \"checkpoint\" or \"signal\"",
+        direct.getMessage());
+  }
+
+  @Test
+  void the_mode_is_written_as_its_annotation_value() throws Exception {
+    assertEquals("\"checkpoint\"", JSON.writeValueAsString(PreemptionMode.CHECKPOINT));
+    assertEquals("\"signal\"", JSON.writeValueAsString(PreemptionMode.SIGNAL));
+    assertEquals(PreemptionMode.CHECKPOINT, JSON.readValue("\"checkpoint\"", PreemptionMode.class));
+    assertEquals("gpushare.dev/preemption", PreemptionMode.ANNOTATION);
+    assertEquals("checkpoint", PreemptionMode.CHECKPOINT.value());
+  }
 }

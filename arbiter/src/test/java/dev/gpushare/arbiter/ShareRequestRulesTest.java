@@ -477,6 +477,152 @@ class ShareRequestRulesTest {
         mapper.readValue(mapper.writeValueAsString(PodSharing.exclusive(2)), PodSharing.class));
   }
 
+  private static final String PREEMPTION =
+      "metadata.annotations[" + PreemptionMode.ANNOTATION + "]";
+
+  private static PodManifest sharePoolPod(Map<String, String> annotations) {
+    return pod(sharingLabels(), annotations, sharing("main", "10", "50"));
+  }
+
+  @Test
+  void withoutThePreemptionAnnotationASharedPodIsSignalled() {
+    assertEquals(
+        PreemptionMode.SIGNAL,
+        shared(ShareRequestRules.validate(sharePoolPod(Map.of())).value()).preemption());
+    assertEquals(
+        PreemptionMode.SIGNAL, shared(ShareRequestRules.validate(demo()).value()).preemption());
+  }
+
+  @Test
+  void thePreemptionAnnotationChoosesCheckpointOrSignal() {
+    assertEquals(
+        PodSharing.shared(
+            SharePolicy.SHARE_POOL,
+            new Share(10, 10),
+            new Share(50, 50),
+            "main",
+            PreemptionMode.CHECKPOINT),
+        ShareRequestRules.validate(sharePoolPod(Map.of(PreemptionMode.ANNOTATION, "checkpoint")))
+            .value());
+    assertEquals(
+        PreemptionMode.SIGNAL,
+        shared(
+                ShareRequestRules.validate(
+                        sharePoolPod(Map.of(PreemptionMode.ANNOTATION, "signal")))
+                    .value())
+            .preemption());
+  }
+
+  @Test
+  void aBadPreemptionValueSaysWhatIsAccepted() {
+    FieldError e = onlyError(sharePoolPod(Map.of(PreemptionMode.ANNOTATION, "Checkpoint")));
+    assertEquals(PREEMPTION, e.field());
+    assertEquals("Checkpoint", e.value());
+    assertEquals(
+        "metadata.annotations[gpushare.dev/preemption] is \"Checkpoint\"; want \"checkpoint\" or"
+            + " \"signal\" (absent = signal)",
+        e.message());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"CHECKPOINT", "Signal", " checkpoint", "signal ", "", "kill", "none"})
+  void thePreemptionValueIsReadExactly(String given) {
+    FieldError e = onlyError(sharePoolPod(Map.of(PreemptionMode.ANNOTATION, given)));
+    assertEquals(PREEMPTION, e.field());
+    assertEquals(given, e.value());
+    assertMentions(e, "\"" + given + "\"", "want \"checkpoint\" or \"signal\" (absent = signal)");
+  }
+
+  @Test
+  void thePreemptionAnnotationAppliesOnlyToPodsThatShareAGpu() {
+    String message =
+        "metadata.annotations[gpushare.dev/preemption] is \"checkpoint\"; want no such"
+            + " annotation: it applies only to pods that share a GPU (share-pool)";
+    Map<String, String> annotations = Map.of(PreemptionMode.ANNOTATION, "checkpoint");
+    FieldError plain = onlyError(pod(Map.of(), annotations, sidecar("web")));
+    assertEquals(PREEMPTION, plain.field());
+    assertEquals("checkpoint", plain.value());
+    assertEquals(message, plain.message());
+    FieldError exclusive =
+        onlyError(
+            pod(
+                Map.of(),
+                annotations,
+                container("a", Map.of(EXCLUSIVE_GPU, "1"), Map.of(EXCLUSIVE_GPU, "1"))));
+    assertEquals(message, exclusive.message());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"checkpoint", "signal", "bogus"})
+  void aStaticPodIsNeverPreemptedSoTheAnnotationDoesNotApply(String given) {
+    PodManifest pod =
+        pod(
+            Map.of(COMPUTE_CLASS_LABEL, "gpu-hpn", SharePolicy.LABEL, "static"),
+            Map.of(PreemptionMode.ANNOTATION, given),
+            sharing("main", "30", "50"));
+    FieldError e = onlyError(pod);
+    assertEquals(PREEMPTION, e.field());
+    assertEquals(given, e.value());
+    assertEquals(
+        "metadata.annotations[gpushare.dev/preemption] is \""
+            + given
+            + "\"; want no such annotation: static pods are never preempted (SPEC §6), so the"
+            + " annotation does not apply",
+        e.message());
+  }
+
+  @Test
+  void aBadPreemptionValueIsReportedWithTheOtherErrors() {
+    PodManifest pod =
+        new PodManifest(
+            "default",
+            "Bad",
+            null,
+            null,
+            Map.of(COMPUTE_CLASS_LABEL, "cpu", SharePolicy.LABEL, "share-pool"),
+            Map.of(PreemptionMode.ANNOTATION, "hibernate", MEMORY_LIMIT_ANNOTATION, "100"),
+            List.of(sharing("d", "0", "10")));
+    assertEquals(
+        List.of(
+            "metadata.name",
+            CLASS_LABEL,
+            REQ_CORE,
+            REQ_MEMORY,
+            "metadata.annotations[" + CORE_LIMIT_ANNOTATION + "]",
+            PREEMPTION),
+        errors(pod).stream().map(FieldError::field).toList());
+
+    PodManifest noContainer =
+        pod(sharingLabels(), Map.of(PreemptionMode.ANNOTATION, "Signal"), sidecar("web"));
+    assertEquals(
+        List.of("spec.containers", PREEMPTION),
+        errors(noContainer).stream().map(FieldError::field).toList());
+
+    PodManifest plain =
+        new PodManifest(
+            "default",
+            "web",
+            null,
+            null,
+            Map.of(),
+            Map.of(PreemptionMode.ANNOTATION, "signal"),
+            List.of(container("a", Map.of(), Map.of("memory", "1 Gi"))));
+    assertEquals(
+        List.of("spec.containers[0].resources.limits[memory]", PREEMPTION),
+        errors(plain).stream().map(FieldError::field).toList());
+  }
+
+  @Test
+  void aCheckpointedPodRoundTripsThroughJson() throws Exception {
+    ObjectMapper mapper = new ObjectMapper();
+    PodSharing sharing =
+        ShareRequestRules.validate(sharePoolPod(Map.of(PreemptionMode.ANNOTATION, "checkpoint")))
+            .value();
+    String text = mapper.writeValueAsString(sharing);
+    assertTrue(text.endsWith(",\"preemption\":\"checkpoint\"}"), text);
+    assertEquals(sharing, mapper.readValue(text, PodSharing.class));
+  }
+
   private static PodSharing.Shared shared(PodSharing sharing) {
     return assertInstanceOf(PodSharing.Shared.class, sharing);
   }

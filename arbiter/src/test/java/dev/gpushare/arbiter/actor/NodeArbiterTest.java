@@ -15,6 +15,7 @@ import dev.gpushare.arbiter.PodNotes.EventNote;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.PodStatus;
+import dev.gpushare.arbiter.PreemptionMode;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.ReadyQueue;
 import dev.gpushare.arbiter.Refusal;
@@ -160,6 +161,25 @@ class NodeArbiterTest {
         run(r -> new AddPod(key("a"), pool(50, 50), r));
     assertTrue(again.hasNoEvents());
     assertStatus(again.reply(), PodState.HIBERNATION, null);
+  }
+
+  @Test
+  void aCheckpointedPodsModeIsJournalledThroughPekkosSerializerAndSurvivesARestart() {
+    sharePoolNode(1, QosConfig.DEFAULT);
+    PodSharing checkpointed =
+        PodSharing.shared(
+            SharePolicy.SHARE_POOL,
+            new Share(50, 50),
+            new Share(50, 50),
+            "main",
+            PreemptionMode.CHECKPOINT);
+    // the kit round-trips every event and state through jackson-json, as the journal does
+    CommandResultWithReply<Command, Event, ShareBook, Outcome> add =
+        run(r -> new AddPod(key("a"), checkpointed, r));
+    assertEquals(List.of(new PodAdded(key("a"), checkpointed)), add.events());
+    demand("a");
+    ShareBook after = kit.restart().state();
+    assertEquals(checkpointed, after.members().get(id("a")).spec());
   }
 
   // ---- share-pool ----
