@@ -19,6 +19,11 @@ public final class PodNotes {
   public static final String IDLE = "GPUShareIdle";
   public static final String IDLE_RELEASED = "GPUShareIdleReleased";
   public static final String MEMORY_EXCEEDED = "GPUShareMemoryExceeded";
+  public static final String CHECKPOINT_CONDITION = "GPUShareCheckpointed";
+  public static final String CHECKPOINTED = "GPUShareCheckpointed";
+  public static final String CHECKPOINT_FAILED = "GPUShareCheckpointFailed";
+  public static final String RESTORED = "GPUShareRestored";
+  public static final String CHECKPOINT_DROPPED = "GPUShareCheckpointDropped";
 
   /** A Kubernetes Event on a pod. */
   public record EventNote(String type, String reason, String message, Instant time)
@@ -107,5 +112,67 @@ public final class PodNotes {
             + gpuMiB
             + " MiB); the share is revoked.",
         at);
+  }
+
+  /** "1.5 GiB" or "300 MiB". */
+  static String size(long bytes) {
+    long mib = bytes / (1024 * 1024);
+    return mib >= 1024
+        ? String.format(java.util.Locale.ROOT, "%.1f GiB", mib / 1024.0)
+        : mib + " MiB";
+  }
+
+  /** The member checkpointed the pod's CUDA processes: its GPU state is in host memory. */
+  public static String checkpointedMessage(long bytes, int gpu) {
+    return "GPU state ("
+        + size(bytes)
+        + ") is held in host memory; it is restored on GPU "
+        + gpu
+        + " when the pod is granted that GPU again, and the processes go on without a signal.";
+  }
+
+  public static EventNote checkpointedEvent(long bytes, int gpu, Instant at) {
+    return new EventNote("Normal", CHECKPOINTED, checkpointedMessage(bytes, gpu), at);
+  }
+
+  public static ConditionNote checkpointedCondition(long bytes, int gpu, Instant at) {
+    return new ConditionNote(
+        CHECKPOINT_CONDITION, "True", CHECKPOINTED, checkpointedMessage(bytes, gpu), at);
+  }
+
+  /** The checkpoint could not be taken: the signal contract applies (SIGUSR1, SIGTERM, SIGKILL). */
+  public static String checkpointFailedMessage(String why) {
+    return "GPU state not checkpointed: " + why + "; the workload is signalled instead (SIGUSR1).";
+  }
+
+  public static EventNote checkpointFailedEvent(String why, Instant at) {
+    return new EventNote("Warning", CHECKPOINT_FAILED, checkpointFailedMessage(why), at);
+  }
+
+  public static ConditionNote checkpointFailedCondition(String why, Instant at) {
+    return new ConditionNote(
+        CHECKPOINT_CONDITION, "False", CHECKPOINT_FAILED, checkpointFailedMessage(why), at);
+  }
+
+  /** The checkpoint is over: restored (reason {@code null}), or dropped for {@code reason}. */
+  public static ConditionNote checkpointClearedCondition(String reason, Instant at) {
+    return reason == null
+        ? new ConditionNote(
+            CHECKPOINT_CONDITION,
+            "False",
+            RESTORED,
+            "GPU state restored from host memory; the processes go on.",
+            at)
+        : new ConditionNote(
+            CHECKPOINT_CONDITION,
+            "False",
+            CHECKPOINT_DROPPED,
+            "GPU state no longer held: " + reason + ".",
+            at);
+  }
+
+  public static EventNote checkpointDroppedEvent(String reason, Instant at) {
+    return new EventNote(
+        "Warning", CHECKPOINT_DROPPED, "GPU state no longer held: " + reason + ".", at);
   }
 }

@@ -1,5 +1,6 @@
 package dev.gpushare.arbiter;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import java.time.Instant;
 
 /**
@@ -10,6 +11,7 @@ import java.time.Instant;
  * @param state {@code null} for pods that do not share a GPU
  * @param gpu device index while Running (share-pool) or pinned (static), else {@code null}
  * @param since when the pod entered its state (Ready or Running), else {@code null}
+ * @param checkpoint the pod's GPU state as the member checkpoints or holds it, else {@code null}
  */
 public record PodStatus(
     PodKey key,
@@ -19,5 +21,20 @@ public record PodStatus(
     Integer gpu,
     String gpuUuid,
     Instant since,
-    long revision)
-    implements JsonSerializable {}
+    long revision,
+    @JsonInclude(JsonInclude.Include.NON_NULL) ShareBook.Checkpoint checkpoint)
+    implements JsonSerializable {
+
+  /** A status without a checkpoint (the pod's GPU state is not held by the member). */
+  public PodStatus(
+      PodKey key,
+      String node,
+      PodSharing spec,
+      PodState state,
+      Integer gpu,
+      String gpuUuid,
+      Instant since,
+      long revision) {
+    this(key, node, spec, state, gpu, gpuUuid, since, revision, null);
+  }
+}

@@ -1,5 +1,6 @@
 package dev.gpushare.arbiter;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -47,15 +48,34 @@ public record ShareBook(
       PodSharing spec,
       boolean fragmentedReported,
       List<PodNotes.EventNote> events,
-      List<PodNotes.ConditionNote> conditions)
+      List<PodNotes.ConditionNote> conditions,
+      @JsonInclude(JsonInclude.Include.NON_NULL) Checkpoint checkpoint)
       implements JsonSerializable {
     public Member {
       events = events == null ? List.of() : List.copyOf(events);
       conditions = conditions == null ? List.of() : List.copyOf(conditions);
     }
 
+    public Member(
+        PodKey key,
+        PodSharing spec,
+        boolean fragmentedReported,
+        List<PodNotes.EventNote> events,
+        List<PodNotes.ConditionNote> conditions) {
+      this(key, spec, fragmentedReported, events, conditions, null);
+    }
+
     public Member(PodKey key, PodSharing spec, boolean fragmentedReported) {
-      this(key, spec, fragmentedReported, List.of(), List.of());
+      this(key, spec, fragmentedReported, List.of(), List.of(), null);
+    }
+
+    /** Whether the pod asked for {@code gpushare.dev/preemption: checkpoint}. */
+    public boolean wantsCheckpoint() {
+      return spec instanceof PodSharing.Shared s && s.preemption() == PreemptionMode.CHECKPOINT;
+    }
+
+    Member withCheckpoint(Checkpoint c) {
+      return new Member(key, spec, fragmentedReported, events, conditions, c);
     }
 
     /**
@@ -71,7 +91,7 @@ public record ShareBook(
     }
 
     Member fragmented() {
-      return new Member(key, spec, true, events, conditions);
+      return new Member(key, spec, true, events, conditions, checkpoint);
     }
 
     Member noted(List<PodNotes.EventNote> newEvents, List<PodNotes.ConditionNote> newConditions) {
@@ -87,7 +107,7 @@ public record ShareBook(
         }
       }
       c.addAll(newConditions);
-      return new Member(key, spec, fragmentedReported, e, c);
+      return new Member(key, spec, fragmentedReported, e, c, checkpoint);
     }
   }
 
@@ -101,8 +121,53 @@ public record ShareBook(
   public record Holding(String decisionId, int gpu, Share share, Instant since, boolean pinned)
       implements JsonSerializable {}
 
+  /**
+   * A pod whose CUDA processes the node's member checkpoints ({@link Phase#SUSPENDING}: it still
+   * holds its share, which is freed when the member reports) or holds checkpointed in host memory
+   * ({@link Phase#HELD}: Ready or in Hibernation, restored on {@code gpu} at its next grant, since
+   * the driver restores onto the GPU it had).
+   *
+   * @param pids the pod's CUDA processes the checkpoint holds (none while suspending): after a
+   *     restart the member finds them by these
+   * @param bytes host memory the checkpoint holds (0 while suspending)
+   * @param by the preemptor the share is freed for; null for an idle release
+   * @param reason {@code preempt} or {@code idle}
+   */
+  public record Checkpoint(
+      Phase phase, int gpu, List<Integer> pids, long bytes, Instant since, String by, String reason)
+      implements JsonSerializable {
+    public Checkpoint {
+      pids = pids == null ? List.of() : List.copyOf(pids);
+    }
+
+    public enum Phase {
+      SUSPENDING,
+      HELD
+    }
+
+    public static final String PREEMPT = "preempt";
+    public static final String IDLE = "idle";
+  }
+
+  /**
+   * How long the arbiter waits for the member to checkpoint a pod before it frees the share as the
+   * signal contract does (the member's lock timeout is 10 s by default, a checkpoint of tens of GiB
+   * takes seconds).
+   */
+  public static final java.time.Duration SUSPEND_TIMEOUT = java.time.Duration.ofSeconds(60);
+
   /** What the arbiter should do next. */
   public sealed interface Decision {}
+
+  /**
+   * Preempt {@code victims} on {@code gpu} for {@code pod}, checkpointing first the victims that
+   * asked for it ({@code checkpointed}); the others are preempted at once.
+   */
+  public record Suspend(String pod, int gpu, List<String> victims, List<String> checkpointed)
+      implements Decision {}
+
+  /** The member did not report in time: free these suspending pods' shares (signal contract). */
+  public record ExpireSuspend(List<String> pods) implements Decision {}
 
   /** Give the queue head a share of {@code gpu}. */
   public record Grant(String pod, int gpu) implements Decision {}
@@ -252,8 +317,15 @@ public record ShareBook(
   /** Running → Hibernation: the share is freed at once. */
   public ShareBook release(String pod) {
     Map<String, Holding> h = holdingMap().minus(pod);
+    Map<String, Member> m = members;
+    Member member = members.get(pod);
+    if (member != null
+        && member.checkpoint() != null
+        && member.checkpoint().phase() == Checkpoint.Phase.SUSPENDING) {
+      m = memberMap().plus(pod, member.withCheckpoint(null)); // the member's report is refused
+    }
     return new ShareBook(
-        node, policy, qos, gpus, members, queue, h, pendingPins, decisions, revision + 1);
+        node, policy, qos, gpus, m, queue, h, pendingPins, decisions, revision + 1);
   }
 
   /** Running → Ready for each victim, at the tail, longest-running first. */
@@ -284,6 +356,68 @@ public record ShareBook(
         without(pendingPins, pod),
         decisions + 1,
         revision + 1);
+  }
+
+  /**
+   * The member is to checkpoint {@code pods}' CUDA processes before their shares on {@code gpu} are
+   * freed, for the preemptor {@code by} or for an idle release (by null): they keep their shares
+   * until it reports ({@link #suspended}) or {@link #SUSPEND_TIMEOUT} passes.
+   */
+  public ShareBook suspendRequested(
+      List<String> pods, int gpu, String by, String reason, Instant at) {
+    PersistentSortedMap<String, Member> m = memberMap();
+    for (String pod : pods) {
+      Member member = m.get(pod);
+      if (member != null && holdings.containsKey(pod)) {
+        m =
+            m.plus(
+                pod,
+                member.withCheckpoint(
+                    new Checkpoint(
+                        Checkpoint.Phase.SUSPENDING, gpu, List.of(), 0, at, by, reason)));
+      }
+    }
+    return new ShareBook(
+        node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions + 1, revision + 1);
+  }
+
+  /**
+   * The member reported on a suspending pod (or the wait expired): its share is freed as the
+   * decision said (preempted: Ready at the tail; idle: Hibernation), with its GPU state held in
+   * {@code bytes} of host memory ({@code held}) or not (the signal contract applies).
+   */
+  public ShareBook suspended(String pod, boolean held, List<Integer> pids, long bytes, Instant at) {
+    Member member = members.get(pod);
+    Checkpoint c = member == null ? null : member.checkpoint();
+    if (c == null || c.phase() != Checkpoint.Phase.SUSPENDING) {
+      return this;
+    }
+    Map<String, Member> m =
+        memberMap()
+            .plus(
+                pod,
+                member.withCheckpoint(
+                    held
+                        ? new Checkpoint(
+                            Checkpoint.Phase.HELD, c.gpu(), pids, bytes, at, c.by(), c.reason())
+                        : null));
+    Map<String, Holding> h = holdingMap().minus(pod);
+    ReadyQueue q = Checkpoint.PREEMPT.equals(c.reason()) ? queue.enqueue(pod, at) : queue;
+    return new ShareBook(node, policy, qos, gpus, m, q, h, pendingPins, decisions, revision + 1);
+  }
+
+  /**
+   * The pod's checkpoint is gone: restored after its grant, or given up (its process exited, the
+   * restore kept failing, the member lost it).
+   */
+  public ShareBook checkpointCleared(String pod) {
+    Member member = members.get(pod);
+    if (member == null || member.checkpoint() == null) {
+      return this;
+    }
+    Map<String, Member> m = memberMap().plus(pod, member.withCheckpoint(null));
+    return new ShareBook(
+        node, policy, qos, gpus, m, queue, holdings, pendingPins, decisions, revision + 1);
   }
 
   public ShareBook markFragmented(String pod) {
@@ -321,6 +455,19 @@ public record ShareBook(
     }
     if (decision instanceof Preempt p) {
       return preempt(p.victims(), now);
+    }
+    if (decision instanceof Suspend p) {
+      List<String> signalled =
+          p.victims().stream().filter(v -> !p.checkpointed().contains(v)).toList();
+      ShareBook book = signalled.isEmpty() ? this : preempt(signalled, now);
+      return book.suspendRequested(p.checkpointed(), p.gpu(), p.pod(), Checkpoint.PREEMPT, now);
+    }
+    if (decision instanceof ExpireSuspend e) {
+      ShareBook book = this;
+      for (String pod : e.pods()) {
+        book = book.suspended(pod, false, List.of(), 0, now);
+      }
+      return book;
     }
     if (decision instanceof Pin p) {
       return pin(nextDecisionId(), p.pod(), p.gpu(), now);
@@ -401,7 +548,8 @@ public record ShareBook(
             h == null ? null : h.gpu(),
             h == null ? null : slot(h.gpu()).map(GpuSlot::uuid).orElse(null),
             since,
-            revision));
+            revision,
+            m.checkpoint()));
   }
 
   public Optional<GpuSlot> slot(int index) {
@@ -447,6 +595,14 @@ public record ShareBook(
   }
 
   private Optional<Decision> nextSharePool(Instant now, GpuChoice choice) {
+    // While the member checkpoints pods, their shares are not yet free: nothing is decided until it
+    // reports, or the wait expires.
+    List<String> suspending = suspending();
+    if (!suspending.isEmpty()) {
+      List<String> expired =
+          suspending.stream().filter(p -> !now.isBefore(suspendDeadline(p))).toList();
+      return expired.isEmpty() ? Optional.empty() : Optional.of(new ExpireSuspend(expired));
+    }
     Optional<ReadyQueue.Entry> head = queue.head();
     if (head.isEmpty()) {
       return Optional.empty();
@@ -454,6 +610,12 @@ public record ShareBook(
     String pod = head.get().pod();
     Share limits = limitsOf(pod);
     List<GpuLoad> loads = loads();
+    Checkpoint held = members.get(pod).checkpoint();
+    if (held != null) {
+      // The driver restores a checkpointed process onto the GPU it had (CUDA 12.9): the pod waits
+      // for that GPU.
+      loads = loads.stream().filter(g -> g.index() == held.gpu()).toList();
+    }
     OptionalInt gpu = choice.choose(loads, limits);
     if (gpu.isPresent()) {
       return Optional.of(new Grant(pod, gpu.getAsInt()));
@@ -463,7 +625,41 @@ public record ShareBook(
     }
     return Preemption.choose(loads, runningSince(), limits, now, qos.podMaxDuration())
         .filter(plan -> !plan.victims().isEmpty())
-        .map(plan -> new Preempt(pod, plan.gpu(), plan.victims()));
+        .map(
+            plan -> {
+              List<String> checkpointed =
+                  plan.victims().stream().filter(v -> members.get(v).wantsCheckpoint()).toList();
+              return checkpointed.isEmpty()
+                  ? new Preempt(pod, plan.gpu(), plan.victims())
+                  : new Suspend(pod, plan.gpu(), plan.victims(), checkpointed);
+            });
+  }
+
+  /** The pods whose CUDA processes the member is checkpointing now. */
+  public List<String> suspending() {
+    List<String> pods = new ArrayList<>();
+    members.forEach(
+        (pod, m) -> {
+          if (m.checkpoint() != null && m.checkpoint().phase() == Checkpoint.Phase.SUSPENDING) {
+            pods.add(pod);
+          }
+        });
+    return pods;
+  }
+
+  /** Host memory held by the node's checkpointed pods, in bytes. */
+  public long checkpointBytes() {
+    long bytes = 0;
+    for (Member m : members.values()) {
+      if (m.checkpoint() != null && m.checkpoint().phase() == Checkpoint.Phase.HELD) {
+        bytes += m.checkpoint().bytes();
+      }
+    }
+    return bytes;
+  }
+
+  private Instant suspendDeadline(String pod) {
+    return members.get(pod).checkpoint().since().plus(SUSPEND_TIMEOUT);
   }
 
   private Optional<Decision> nextStatic(GpuChoice choice) {
@@ -489,6 +685,11 @@ public record ShareBook(
    * pod becomes a preemption candidate while someone waits.
    */
   public Optional<Instant> nextTimer(Instant now) {
+    Optional<Instant> deadline =
+        suspending().stream().map(this::suspendDeadline).min(Instant::compareTo);
+    if (deadline.isPresent()) {
+      return deadline; // nothing else is decided before the member reports
+    }
     if (policy != SharePolicy.SHARE_POOL || !qos.preemptEnabled() || queue.isEmpty()) {
       return Optional.empty();
     }
@@ -550,6 +751,22 @@ public record ShareBook(
           }
           if (queue.contains(pod)) {
             v.add(pod + " is both Running and Ready");
+          }
+        });
+    members.forEach(
+        (pod, m) -> {
+          Checkpoint c = m.checkpoint();
+          Holding h = holdings.get(pod);
+          if (c != null && c.phase() == Checkpoint.Phase.SUSPENDING && h == null) {
+            v.add(pod + " is being checkpointed but holds no share");
+          }
+          if (c != null && c.phase() == Checkpoint.Phase.HELD && h != null && h.gpu() != c.gpu()) {
+            v.add(
+                pod
+                    + " runs on GPU "
+                    + h.gpu()
+                    + " but its checkpoint can be restored only on GPU "
+                    + c.gpu());
           }
         });
     List<ReadyQueue.Entry> entries = queue.entries();

@@ -108,6 +108,27 @@ public final class NodeArbiter
    * missing, removes the extra. Sent at start-up, so a crash between binding and telling the
    * arbiter leaves nothing behind.
    */
+  /**
+   * The member's report on a pod the book says to checkpoint ({@code ShareBook.suspending()}; the
+   * member follows the book, reading it as its telemetry does): {@code pids} held in {@code bytes}
+   * of host memory, or not ({@code message} says why; the signal contract applies).
+   */
+  public record ReportSuspended(
+      String pod,
+      boolean held,
+      List<Integer> pids,
+      long bytes,
+      String message,
+      ActorRef<Outcome> replyTo)
+      implements Command {}
+
+  /**
+   * The member restored a checkpointed pod's processes ({@code reason} null), or gave the
+   * checkpoint up ({@code reason}: the process exited, the restore kept failing, it was lost).
+   */
+  public record ReportRestored(String pod, String reason, ActorRef<Outcome> replyTo)
+      implements Command {}
+
   public record Reconcile(List<BoundPod> bound, ActorRef<Outcome> replyTo) implements Command {}
 
   public record BoundPod(PodKey key, PodSharing spec) implements JsonSerializable {}
@@ -246,6 +267,22 @@ public final class NodeArbiter
   public record Pinned(String decisionId, String pod, int gpu, Instant at) implements Event {}
 
   public record PinDeferred(String pod, String message, Instant at) implements Event {}
+
+  /**
+   * The member is to checkpoint {@code pods} before their shares on {@code gpu} are freed: for the
+   * preemptor {@code by} ({@code reason} preempt) or for an idle release (by null).
+   */
+  public record SuspendRequested(
+      String decisionId, String by, int gpu, List<String> pods, String reason, Instant at)
+      implements Event {}
+
+  /** A suspending pod's share is freed: its GPU state held in host memory, or not (why). */
+  public record CheckpointReported(
+      String pod, boolean held, List<Integer> pids, long bytes, String message, Instant at)
+      implements Event {}
+
+  /** A pod's checkpoint is over: restored (reason null) or given up. */
+  public record CheckpointCleared(String pod, String reason, Instant at) implements Event {}
 
   public static PersistenceId persistenceId(String node) {
     return PersistenceId.of("NodeArbiter", node, "|");
@@ -489,6 +526,29 @@ public final class NodeArbiter
         release(release);
       } else if (command instanceof Reconcile reconcile) {
         reconcile(reconcile);
+      } else if (command instanceof ReportSuspended report) {
+        ShareBook.Member m = book.members().get(report.pod());
+        if (m == null
+            || m.checkpoint() == null
+            || m.checkpoint().phase() != ShareBook.Checkpoint.Phase.SUSPENDING) {
+          answer(
+              report.replyTo(),
+              null,
+              Outcome.conflict(
+                  book.status(report.pod()).orElse(null),
+                  "pod " + report.pod() + " is not being checkpointed on node " + node));
+          return;
+        }
+        write(
+            new CheckpointReported(
+                report.pod(), report.held(), report.pids(), report.bytes(), report.message(), now));
+        answer(report.replyTo(), report.pod(), null);
+      } else if (command instanceof ReportRestored report) {
+        ShareBook.Member m = book.members().get(report.pod());
+        if (m != null && m.checkpoint() != null) {
+          write(new CheckpointCleared(report.pod(), report.reason(), now));
+        }
+        answer(report.replyTo(), m == null ? null : report.pod(), m == null ? Outcome.DONE : null);
       } else {
         throw new IllegalArgumentException("unexpected command " + command);
       }
@@ -531,7 +591,26 @@ public final class NodeArbiter
       if (state == PodState.READY && release.reason() == null) {
         write(new Withdrawn(pod, now));
       } else if (state == PodState.RUNNING) {
-        write(new Released(pod, now, release.reason(), release.note()));
+        ShareBook.Member m = book.members().get(pod);
+        boolean suspending =
+            m.checkpoint() != null
+                && m.checkpoint().phase() == ShareBook.Checkpoint.Phase.SUSPENDING;
+        if (ShareBook.Checkpoint.IDLE.equals(release.reason()) && suspending) {
+          // already being checkpointed: the member's report frees it
+        } else if (ShareBook.Checkpoint.IDLE.equals(release.reason())
+            && m.wantsCheckpoint()
+            && m.checkpoint() == null) {
+          write(
+              new SuspendRequested(
+                  book.nextDecisionId(),
+                  null,
+                  book.holdings().get(pod).gpu(),
+                  List.of(pod),
+                  ShareBook.Checkpoint.IDLE,
+                  now));
+        } else {
+          write(new Released(pod, now, release.reason(), release.note()));
+        }
       }
       answer(release.replyTo(), pod, null);
     }
@@ -573,6 +652,41 @@ public final class NodeArbiter
               .info("node {}: {} preempts {} on GPU {}", node, p.pod(), p.victims(), p.gpu());
           write(new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), p.victims(), now));
           counted.add(() -> metrics.preempted(node, preemptor, victims));
+        } else if (decision instanceof ShareBook.Suspend p) {
+          List<String> signalled =
+              p.victims().stream().filter(v -> !p.checkpointed().contains(v)).toList();
+          ctx.getLog()
+              .info(
+                  "node {}: {} preempts {} on GPU {}, checkpointing {} first",
+                  node,
+                  p.pod(),
+                  p.victims(),
+                  p.gpu(),
+                  p.checkpointed());
+          if (!signalled.isEmpty()) {
+            write(new Preempted(book.nextDecisionId(), p.pod(), p.gpu(), signalled, now));
+          }
+          write(
+              new SuspendRequested(
+                  book.nextDecisionId(),
+                  p.pod(),
+                  p.gpu(),
+                  p.checkpointed(),
+                  ShareBook.Checkpoint.PREEMPT,
+                  now));
+        } else if (decision instanceof ShareBook.ExpireSuspend e) {
+          for (String pod : e.pods()) {
+            write(
+                new CheckpointReported(
+                    pod,
+                    false,
+                    List.of(),
+                    0,
+                    "the node's member did not report within "
+                        + ShareBook.SUSPEND_TIMEOUT.toSeconds()
+                        + " s",
+                    now));
+          }
         } else if (decision instanceof ShareBook.Pin pin) {
           write(new Pinned(book.nextDecisionId(), pin.pod(), pin.gpu(), now));
         } else if (decision instanceof ShareBook.ReportFragmented r) {
@@ -731,6 +845,12 @@ public final class NodeArbiter
       return "pin";
     } else if (event instanceof PinDeferred) {
       return "pin_deferred";
+    } else if (event instanceof SuspendRequested) {
+      return "suspend";
+    } else if (event instanceof CheckpointReported e) {
+      return e.held() ? "checkpoint" : "checkpoint_failed";
+    } else if (event instanceof CheckpointCleared e) {
+      return e.reason() == null ? "restore" : "checkpoint_dropped";
     }
     return null;
   }
@@ -756,6 +876,12 @@ public final class NodeArbiter
     } else if (event instanceof Pinned e) {
       return List.of(e.pod());
     } else if (event instanceof PinDeferred e) {
+      return List.of(e.pod());
+    } else if (event instanceof SuspendRequested e) {
+      return e.pods();
+    } else if (event instanceof CheckpointReported e) {
+      return List.of(e.pod());
+    } else if (event instanceof CheckpointCleared e) {
       return List.of(e.pod());
     }
     return List.of();
@@ -792,6 +918,40 @@ public final class NodeArbiter
         byConditions.add(PodNotes.preemptorCondition(v.key(), p.at()));
       }
       notes.put(p.by(), new Notes(byEvents, byConditions));
+    } else if (event instanceof CheckpointReported r) {
+      ShareBook.Member victim = before.members().get(r.pod());
+      ShareBook.Checkpoint c = victim == null ? null : victim.checkpoint();
+      if (c == null || c.phase() != ShareBook.Checkpoint.Phase.SUSPENDING) {
+        return notes;
+      }
+      List<EventNote> events = new ArrayList<>();
+      List<ConditionNote> conditions = new ArrayList<>();
+      ShareBook.Member by = c.by() == null ? null : before.members().get(c.by());
+      if (by != null) {
+        events.add(PodNotes.victimEvent(by.key(), r.at()));
+        conditions.add(PodNotes.victimCondition(by.key(), r.at()));
+        notes.put(
+            c.by(),
+            new Notes(
+                List.of(PodNotes.preemptorEvent(victim.key(), r.at())),
+                List.of(PodNotes.preemptorCondition(victim.key(), r.at()))));
+      }
+      if (r.held()) {
+        events.add(PodNotes.checkpointedEvent(r.bytes(), c.gpu(), r.at()));
+        conditions.add(PodNotes.checkpointedCondition(r.bytes(), c.gpu(), r.at()));
+      } else {
+        events.add(PodNotes.checkpointFailedEvent(r.message(), r.at()));
+        conditions.add(PodNotes.checkpointFailedCondition(r.message(), r.at()));
+      }
+      notes.put(r.pod(), new Notes(events, conditions));
+    } else if (event instanceof CheckpointCleared r) {
+      notes.put(
+          r.pod(),
+          new Notes(
+              r.reason() == null
+                  ? List.of()
+                  : List.of(PodNotes.checkpointDroppedEvent(r.reason(), r.at())),
+              List.of(PodNotes.checkpointClearedCondition(r.reason(), r.at()))));
     } else if (event instanceof Released r && r.note() != null) {
       notes.put(r.pod(), new Notes(List.of(r.note()), List.of()));
     } else if (event instanceof Pinned p) {
@@ -857,6 +1017,15 @@ public final class NodeArbiter
     }
     if (event instanceof PinDeferred e) {
       return book.markFragmented(e.pod());
+    }
+    if (event instanceof SuspendRequested e) {
+      return book.suspendRequested(e.pods(), e.gpu(), e.by(), e.reason(), e.at());
+    }
+    if (event instanceof CheckpointReported e) {
+      return book.suspended(e.pod(), e.held(), e.pids(), e.bytes(), e.at());
+    }
+    if (event instanceof CheckpointCleared e) {
+      return book.checkpointCleared(e.pod());
     }
     throw new IllegalArgumentException("unknown event " + event);
   }
