@@ -13,6 +13,7 @@ import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.arbiter.WorkloadEnv;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuDevice;
+import dev.gpushare.node.api.Views;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
@@ -122,7 +123,19 @@ final class BookViews {
             .toList(),
         record.events().stream().map(BookViews::eventView).toList(),
         null,
-        null);
+        null,
+        checkpointView(status.checkpoint(), state));
+  }
+
+  private static Views.CheckpointView checkpointView(ShareBook.Checkpoint c, PodState state) {
+    if (c == null) {
+      return null;
+    }
+    String phase =
+        c.phase() == ShareBook.Checkpoint.Phase.SUSPENDING
+            ? "checkpointing"
+            : state == PodState.RUNNING ? "restoring" : "held";
+    return new Views.CheckpointView(phase, c.gpu(), c.bytes(), c.since());
   }
 
   /**
@@ -163,7 +176,8 @@ final class BookViews {
                 usage.processes()),
         v.policy() == SharePolicy.SHARE_POOL
             ? new WorkloadView(WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, mpsRoot))
-            : null);
+            : null,
+        v.checkpoint());
   }
 
   static EventView eventView(PodNotes.EventNote e) {

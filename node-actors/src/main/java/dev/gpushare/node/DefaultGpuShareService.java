@@ -879,6 +879,24 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     return entities.arbiter(node).ask(r -> new NodeArbiter.Release(pod, reason, note, r), timeout);
   }
 
+  /** The member's report on a pod it checkpointed (or could not), to the node's arbiter. */
+  CompletionStage<NodeArbiter.Outcome> reportCheckpoint(
+      String node, NodeCheckpoints.Report report) {
+    if (report instanceof NodeCheckpoints.Suspended s) {
+      return entities
+          .arbiter(node)
+          .ask(
+              r ->
+                  new NodeArbiter.ReportSuspended(
+                      s.pod(), s.held(), s.pids(), s.bytes(), s.message(), r),
+              timeout);
+    }
+    NodeCheckpoints.Restored r = (NodeCheckpoints.Restored) report;
+    return entities
+        .arbiter(node)
+        .ask(reply -> new NodeArbiter.ReportRestored(r.pod(), r.reason(), reply), timeout);
+  }
+
   /** Publishes a node's pod usage cluster-wide when it changed since the last time. */
   void publishUsage(String node, Map<String, Changes.PodUsageReport> pods) {
     Map<String, Changes.PodUsageReport> copy = Map.copyOf(pods);

@@ -17,13 +17,51 @@ import java.util.Optional;
  * @param enforceMemory whether memory used over a pod's memory limit revokes its share
  * @param mpsRoot the node's MPS directory (one control daemon per GPU under {@code <root>/<uuid>}),
  *     empty when the node runs no MPS
+ * @param checkpoints whether and how far the member checkpoints pods instead of signalling them
  */
 public record GpuSettings(
     GpuBackends.Mode backend,
     Duration telemetryInterval,
     IdleSettings idle,
     boolean enforceMemory,
-    Optional<String> mpsRoot) {
+    Optional<String> mpsRoot,
+    Checkpoints checkpoints) {
+
+  /**
+   * The node-level switch for {@code gpushare.dev/preemption: checkpoint} (issue 16).
+   *
+   * @param enabled whether the member checkpoints pods that ask for it ({@code off}: every pod gets
+   *     the signal contract)
+   * @param hostMemoryLimitBytes host memory all checkpoints of the node may hold; a checkpoint that
+   *     would go beyond it is not taken (the signal contract applies)
+   * @param lockTimeout how long the driver may wait for a process's CUDA work in flight
+   */
+  public record Checkpoints(boolean enabled, long hostMemoryLimitBytes, Duration lockTimeout) {
+    /** On, 64 GiB, 10 s. */
+    public static final Checkpoints DEFAULT =
+        new Checkpoints(true, 64L << 30, Duration.ofSeconds(10));
+
+    public Checkpoints {
+      Objects.requireNonNull(lockTimeout, "lockTimeout");
+      if (hostMemoryLimitBytes < 0) {
+        throw new IllegalArgumentException(
+            "checkpoint host memory limit " + hostMemoryLimitBytes + ": want >= 0");
+      }
+      if (lockTimeout.isNegative() || lockTimeout.isZero()) {
+        throw new IllegalArgumentException("checkpoint lock timeout " + lockTimeout + ": want > 0");
+      }
+    }
+  }
+
+  /** Settings with the default {@link Checkpoints}. */
+  public GpuSettings(
+      GpuBackends.Mode backend,
+      Duration telemetryInterval,
+      IdleSettings idle,
+      boolean enforceMemory,
+      Optional<String> mpsRoot) {
+    this(backend, telemetryInterval, idle, enforceMemory, mpsRoot, Checkpoints.DEFAULT);
+  }
 
   public static final Duration DEFAULT_TELEMETRY_INTERVAL = Duration.ofSeconds(5);
 
@@ -40,6 +78,7 @@ public record GpuSettings(
     Objects.requireNonNull(backend, "backend");
     Objects.requireNonNull(idle, "idle");
     Objects.requireNonNull(mpsRoot, "mpsRoot");
+    Objects.requireNonNull(checkpoints, "checkpoints");
     if (telemetryInterval.isNegative() || telemetryInterval.isZero()) {
       throw new IllegalArgumentException("telemetry interval " + telemetryInterval + ": want > 0");
     }

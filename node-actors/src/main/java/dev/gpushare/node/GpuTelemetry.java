@@ -78,6 +78,7 @@ final class GpuTelemetry {
     private final ArbiterClock clock;
     private final Executor blocking;
     private final Instant startedAt;
+    private final NodeCheckpoints checkpoints;
 
     /** Per node, per pod (entity id): the rules' memory, and the grant it belongs to. */
     private final Map<String, Map<String, Watched>> watches = new HashMap<>();
@@ -96,6 +97,7 @@ final class GpuTelemetry {
       this.clock = clock;
       this.blocking = blocking;
       this.startedAt = clock.now();
+      this.checkpoints = new NodeCheckpoints(settings.checkpoints(), clock);
     }
 
     Behavior<Msg> idle() {
@@ -149,13 +151,39 @@ final class GpuTelemetry {
                 return CompletableFuture.supplyAsync(b::sample, blocking)
                     .thenCombine(
                         service.bookOf(node),
-                        (samples, book) -> Optional.of(new NodeSample(node, b, samples, book)));
+                        (samples, book) -> new NodeSample(node, b, samples, book))
+                    .thenApplyAsync(
+                        s -> {
+                          followCheckpoints(s);
+                          return Optional.of(s);
+                        },
+                        blocking);
               })
           .exceptionally(
               e -> {
                 ctx.getLog().warn("node {}: GPU telemetry not sampled: {}", node, e.toString());
                 return Optional.empty();
               });
+    }
+
+    /**
+     * The member's checkpoint work for the node ({@link NodeCheckpoints}), on the blocking
+     * executor: driver calls wait up to the lock timeout.
+     */
+    private void followCheckpoints(NodeSample s) {
+      for (NodeCheckpoints.Report r :
+          checkpoints.follow(s.node(), s.book().book(), s.samples(), s.backend())) {
+        org.slf4j.Logger log = ctx.getSystem().log();
+        log.info("node {}: checkpoint of {}: {}", s.node(), r.pod(), r);
+        service
+            .reportCheckpoint(s.node(), r)
+            .whenComplete(
+                (o, e) -> {
+                  if (e != null) {
+                    log.warn("node {}: checkpoint report on {} failed: {}", s.node(), r.pod(), e);
+                  }
+                });
+      }
     }
 
     private Behavior<Msg> onSampled(Sampled sampled) {

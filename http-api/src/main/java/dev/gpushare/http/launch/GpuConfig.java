@@ -28,6 +28,10 @@ import java.util.stream.Collectors;
  *   idle-release-grace = 30s        # at least 0
  *   memory-limit-enforcement = on   # on | off: memory used over a pod's limit revokes its share
  *   mps-root = off                  # off | an absolute path; default: $GPUSHARE_MPS_ROOT when set
+ *   checkpoint = on                 # on | off: pods with gpushare.dev/preemption: checkpoint are
+ *                                   #   checkpointed (CUDA driver) instead of signalled
+ *   checkpoint-host-memory-limit = 64Gi  # host memory all checkpoints of the node may hold
+ *   checkpoint-lock-timeout = 10s   # how long a lock may wait for CUDA work in flight; above 0
  * }
  * </pre>
  *
@@ -49,7 +53,10 @@ final class GpuConfig {
           "idle-release-after",
           "idle-release-grace",
           "memory-limit-enforcement",
-          "mps-root");
+          "mps-root",
+          "checkpoint",
+          "checkpoint-host-memory-limit",
+          "checkpoint-lock-timeout");
 
   private static final String BACKENDS =
       Arrays.stream(GpuBackends.Mode.values())
@@ -128,16 +135,48 @@ final class GpuConfig {
         gpu.get("mps-root") == null
             ? mpsRootFromEnvironment(errors, environment)
             : errors.scalar(gpu, "mps-root", AT, MPS_ROOT, GpuConfig::mpsRoot);
+    GpuSettings.Checkpoints dc = d.checkpoints();
+    Boolean checkpoint =
+        gpu.get("checkpoint") == null
+            ? Boolean.valueOf(dc.enabled())
+            : errors.scalar(gpu, "checkpoint", AT, ON_OFF, GpuConfig::onOff);
+    Long hostMemory =
+        gpu.get("checkpoint-host-memory-limit") == null
+            ? Long.valueOf(dc.hostMemoryLimitBytes())
+            : errors.scalar(
+                gpu,
+                "checkpoint-host-memory-limit",
+                AT,
+                "a Kubernetes quantity of bytes, such as 64Gi or 500Mi (0: no checkpoint is taken)",
+                GpuConfig::bytes);
+    Duration lock =
+        gpu.get("checkpoint-lock-timeout") == null
+            ? dc.lockTimeout()
+            : duration(
+                config,
+                gpu,
+                "checkpoint-lock-timeout",
+                false,
+                "a duration above 0, such as 10s",
+                errors);
     if (backend == null
         || interval == null
         || after == null
         || grace == null
         || enforce == null
-        || mpsRoot == null) {
+        || mpsRoot == null
+        || checkpoint == null
+        || hostMemory == null
+        || lock == null) {
       return null;
     }
     return new GpuSettings(
-        backend, interval, new IdleSettings(after, grace), enforce.booleanValue(), mpsRoot);
+        backend,
+        interval,
+        new IdleSettings(after, grace),
+        enforce.booleanValue(),
+        mpsRoot,
+        new GpuSettings.Checkpoints(checkpoint.booleanValue(), hostMemory.longValue(), lock));
   }
 
   private static Optional<GpuBackends.Mode> backend(String value) {
@@ -160,6 +199,17 @@ final class GpuConfig {
         return Optional.of(Boolean.FALSE);
       default:
         return Optional.empty();
+    }
+  }
+
+  private static Optional<Long> bytes(String value) {
+    try {
+      java.math.BigDecimal b = dev.gpushare.arbiter.Quantity.parse(value).value();
+      return b.scale() > 0 && b.stripTrailingZeros().scale() > 0
+          ? Optional.empty()
+          : Optional.of(b.longValueExact());
+    } catch (IllegalArgumentException | ArithmeticException e) {
+      return Optional.empty();
     }
   }
 

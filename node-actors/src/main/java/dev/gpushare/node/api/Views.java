@@ -1,5 +1,6 @@
 package dev.gpushare.node.api;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonValue;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodState;
@@ -116,7 +117,54 @@ public final class Views {
       List<PodConditionView> conditions,
       List<EventView> events,
       UsageView usage,
-      WorkloadView workload) {}
+      WorkloadView workload,
+      @JsonInclude(JsonInclude.Include.NON_NULL) CheckpointView checkpoint) {
+
+    public PodView(
+        String namespace,
+        String name,
+        String uid,
+        String node,
+        SharePolicy policy,
+        PodState state,
+        ShareView requests,
+        ShareView limits,
+        GpuRef gpu,
+        Integer queuePosition,
+        Long waitingSeconds,
+        Long runningSeconds,
+        List<PodConditionView> conditions,
+        List<EventView> events,
+        UsageView usage,
+        WorkloadView workload) {
+      this(
+          namespace,
+          name,
+          uid,
+          node,
+          policy,
+          state,
+          requests,
+          limits,
+          gpu,
+          queuePosition,
+          waitingSeconds,
+          runningSeconds,
+          conditions,
+          events,
+          usage,
+          workload,
+          null);
+    }
+  }
+
+  /**
+   * A pod's GPU state as the node's member checkpoints it ({@code gpushare.dev/preemption:
+   * checkpoint}): {@code checkpointing} (the pod still holds its share until the member reports),
+   * {@code held} (in host memory: {@code bytes}; restored on {@code gpu} at the pod's next grant,
+   * {@code restoring} while it is Running again and not yet restored). Absent when nothing is held.
+   */
+  public record CheckpointView(String phase, int gpu, long bytes, Instant since) {}
 
   /**
    * A Running pod's use of its GPU in the latest telemetry sample (SPEC §7): memory used, SM
