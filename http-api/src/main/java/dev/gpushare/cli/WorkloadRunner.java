@@ -29,7 +29,11 @@ import java.util.concurrent.TimeUnit;
  *       someone else), CMD gets SIGUSR1 ("your GPU share was preempted or revoked: checkpoint and
  *       exit"), {@code --grace} later SIGTERM, another {@code --grace} later SIGKILL. Then, if the
  *       pod still has demand (Ready), the client waits for the grant again and starts CMD again,
- *       maybe on another GPU; if it is in Hibernation (or deleted), it exits with CMD's status.
+ *       maybe on another GPU; if it is in Hibernation (or deleted), it exits with CMD's status;
+ *   <li>except when the pod asked for {@code gpushare.dev/preemption: checkpoint} and the node's
+ *       member checkpointed its CUDA processes (the view's {@code checkpoint}): CMD gets no signal
+ *       and runs on (its CUDA calls wait) until the member restores it on the pod's next grant; if
+ *       the state is given up instead, the signal contract above applies.
  * </ul>
  *
  * All of it is one event loop on the calling thread; the grant long poll, the watch, CMD's exit and
@@ -72,6 +76,8 @@ final class WorkloadRunner {
   private enum Phase {
     WAITING,
     RUNNING,
+    /** CMD runs on, its GPU state checkpointed by the node's member (preemption: checkpoint). */
+    HELD,
     STOPPING
   }
 
@@ -294,6 +300,35 @@ final class WorkloadRunner {
     return false;
   }
 
+  /** The view's {@code checkpoint.phase} (checkpointing, held, restoring), or null. */
+  private static String checkpointPhase(JsonNode view) {
+    return Printers.text(view.path("checkpoint"), "phase");
+  }
+
+  /** While the GPU state is held: restored (CMD goes on), or given up (the signal contract). */
+  private void followHeld(JsonNode view) {
+    String state = Printers.text(view, "state");
+    String held = checkpointPhase(view);
+    if ("Running".equals(state) && held == null) {
+      grantedUuid = Printers.text(view.path("gpu"), "uuid");
+      runningSeconds = view.path("runningSeconds").asLong(0);
+      phase = Phase.RUNNING;
+      say(
+          "pod "
+              + pod
+              + " is Running again on GPU "
+              + Printers.text(view.path("gpu"), "index")
+              + " ("
+              + grantedUuid
+              + "): its GPU state was restored; "
+              + command.get(0)
+              + " goes on");
+    } else if (held == null) {
+      phase = Phase.RUNNING; // for beginStop's bookkeeping
+      beginStop("is " + state + " and its GPU state is no longer held (the pod's Events say why)");
+    }
+  }
+
   private void beginStop(String why) {
     phase = Phase.STOPPING;
     say(
@@ -334,6 +369,25 @@ final class WorkloadRunner {
     }
     if (e instanceof Watched w) {
       unreachableSaid = false;
+      if (w.gen() == gen && phase == Phase.HELD) {
+        followHeld(w.view());
+        return null;
+      }
+      if (w.gen() == gen
+          && phase == Phase.RUNNING
+          && lostShare(w.view())
+          && checkpointPhase(w.view()) != null) {
+        phase = Phase.HELD;
+        say(
+            "pod "
+                + pod
+                + " left Running (now "
+                + Printers.text(w.view(), "state")
+                + "): its GPU state is checkpointed in host memory; "
+                + command.get(0)
+                + " keeps running without a signal and goes on when the pod runs again");
+        return null;
+      }
       if (w.gen() == gen && phase == Phase.RUNNING && lostShare(w.view())) {
         String state = Printers.text(w.view(), "state");
         beginStop(
@@ -346,7 +400,7 @@ final class WorkloadRunner {
       return null;
     }
     if (e instanceof WatchGone g) {
-      if (g.gen() == gen && phase == Phase.RUNNING) {
+      if (g.gen() == gen && (phase == Phase.RUNNING || phase == Phase.HELD)) {
         podGone = true;
         beginStop("was deleted");
       } else if (g.gen() == gen) {
@@ -380,7 +434,7 @@ final class WorkloadRunner {
       watch.close();
       watch = null;
     }
-    if (phase == Phase.RUNNING || interruptedBy != null) {
+    if (phase == Phase.RUNNING || phase == Phase.HELD || interruptedBy != null) {
       // CMD ended on its own, or by a signal this client forwarded: the GPU goes back
       say(command.get(0) + " exited with status " + status + "; releasing pod " + pod);
       release();

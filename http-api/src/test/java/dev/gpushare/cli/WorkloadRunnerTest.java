@@ -2,6 +2,7 @@ package dev.gpushare.cli;
 
 import static dev.gpushare.cli.StubServer.Answer.json;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -186,6 +187,80 @@ class WorkloadRunnerTest {
     assertTrue(r.err().contains("left Running (now Ready)"), r.err());
     assertTrue(r.err().contains("sending SIGUSR1 to sh"), r.err());
     assertEquals(0, stub.requests("DELETE", POD + "/demand").size(), r::toString);
+  }
+
+  static com.fasterxml.jackson.databind.node.ObjectNode withCheckpoint(
+      com.fasterxml.jackson.databind.node.ObjectNode view, String phase) {
+    view.putObject("checkpoint")
+        .put("phase", phase)
+        .put("gpu", 0)
+        .put("bytes", 1L << 30)
+        .put("since", "2026-01-01T00:00:00Z");
+    return view;
+  }
+
+  @Test
+  void aCheckpointedPodsCommandGetsNoSignalAndGoesOnWhenRestored() throws Exception {
+    Path seen = dir.resolve("seen");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on(
+        "GET",
+        POD + "/watch",
+        watch(
+            400,
+            Canned.running("w", 0, Canned.UUID0, 0),
+            withCheckpoint(Canned.running("w", 0, Canned.UUID0, 1), "checkpointing"),
+            withCheckpoint(Canned.ready("w", 1, 0), "held"),
+            withCheckpoint(Canned.running("w", 0, Canned.UUID0, 0), "restoring"),
+            Canned.running("w", 0, Canned.UUID0, 0)));
+    Result r =
+        run(
+                "--grace",
+                "20s",
+                "--",
+                "sh",
+                "-c",
+                "trap 'echo usr1 > "
+                    + seen
+                    + "' USR1; i=0; while [ $i -lt 40 ]; do sleep 0.1; i=$((i+1)); done; exit 7")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(7, r.status(), r::toString);
+    assertFalse(Files.exists(seen), "no SIGUSR1: " + r.err());
+    assertTrue(
+        r.err()
+            .contains(
+                "left Running (now Ready): its GPU state is checkpointed in host memory; sh keeps"
+                    + " running without a signal"),
+        r.err());
+    assertTrue(r.err().contains("its GPU state was restored; sh goes on"), r.err());
+    assertTrue(r.err().contains("sh exited with status 7; releasing pod default/w"), r.err());
+  }
+
+  @Test
+  void aCheckpointThatIsGivenUpFallsBackToSigusr1() throws Exception {
+    Path seen = dir.resolve("seen");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on(
+        "GET",
+        POD + "/watch",
+        watch(
+            400,
+            Canned.running("w", 0, Canned.UUID0, 0),
+            withCheckpoint(Canned.ready("w", 1, 0), "held"),
+            Canned.ready("w", 1, 0)));
+    stub.on("GET", POD + "/grant", grant(Canned.pod("w", "Hibernation")));
+    Result r =
+        run(
+                "--grace",
+                "20s",
+                "--",
+                "sh",
+                "-c",
+                "trap 'echo usr1 > " + seen + "; exit 5' USR1; while :; do sleep 0.1; done")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(5, r.status(), r::toString);
+    assertEquals("usr1\n", Files.readString(seen));
+    assertTrue(r.err().contains("its GPU state is no longer held"), r.err());
   }
 
   @Test

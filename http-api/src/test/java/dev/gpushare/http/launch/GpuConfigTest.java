@@ -67,6 +67,9 @@ class GpuConfigTest {
               idle-release-grace = 0s
               memory-limit-enforcement = off
               mps-root = "/run/gpushare/mps"
+              checkpoint = off
+              checkpoint-host-memory-limit = 1.5Gi
+              checkpoint-lock-timeout = 2s
             }
             """);
     assertEquals(
@@ -75,8 +78,11 @@ class GpuConfigTest {
             Duration.ofMillis(500),
             new IdleSettings(Optional.of(Duration.ofMinutes(10)), Duration.ZERO),
             false,
-            Optional.of("/run/gpushare/mps")),
+            Optional.of("/run/gpushare/mps"),
+            new GpuSettings.Checkpoints(false, 3L << 29, Duration.ofSeconds(2))),
         gpu);
+    assertEquals(
+        GpuSettings.Checkpoints.DEFAULT, read("gpushare.gpu { backend = nvml }").checkpoints());
   }
 
   @Test
@@ -115,7 +121,8 @@ class GpuConfigTest {
     assertTrue(message.contains("gpushare.gpu.backnd: 'nvml' given at "), message);
     assertTrue(
         message.contains(
-            "unknown key; accepted keys: backend, idle-release-after, idle-release-grace,"
+            "unknown key; accepted keys: backend, checkpoint, checkpoint-host-memory-limit,"
+                + " checkpoint-lock-timeout, idle-release-after, idle-release-grace,"
                 + " memory-limit-enforcement, mps-root, telemetry-interval"),
         message);
   }
@@ -134,7 +141,18 @@ class GpuConfigTest {
             "memory-limit-enforcement: 'maybe' given",
             "on or off"),
         arguments("mps-root = \"run/mps\"", "mps-root: 'run/mps' given", "absolute path"),
-        arguments("mps-root = 5", "mps-root: '5' given", "off"));
+        arguments("mps-root = 5", "mps-root: '5' given", "off"),
+        arguments("checkpoint = sometimes", "checkpoint: 'sometimes' given", "on or off"),
+        arguments(
+            "checkpoint-host-memory-limit = lots",
+            "checkpoint-host-memory-limit: 'lots' given",
+            "a Kubernetes quantity of bytes, such as 64Gi"),
+        arguments(
+            "checkpoint-host-memory-limit = 0.5",
+            "checkpoint-host-memory-limit: '0.5' given",
+            "64Gi"),
+        arguments(
+            "checkpoint-lock-timeout = 0s", "checkpoint-lock-timeout: '0s' given", "above 0"));
   }
 
   @ParameterizedTest
