@@ -309,7 +309,11 @@ final class WorkloadRunner {
   private void followHeld(JsonNode view) {
     String state = Printers.text(view, "state");
     String held = checkpointPhase(view);
-    if ("Running".equals(state) && held == null) {
+    String dropped = held == null ? droppedBecause(view) : null;
+    if (dropped != null) {
+      phase = Phase.RUNNING; // for beginStop's bookkeeping
+      beginStop("is " + state + " and its GPU state is no longer held (" + dropped + ")");
+    } else if ("Running".equals(state) && held == null) {
       grantedUuid = Printers.text(view.path("gpu"), "uuid");
       runningSeconds = view.path("runningSeconds").asLong(0);
       phase = Phase.RUNNING;
@@ -327,6 +331,17 @@ final class WorkloadRunner {
       phase = Phase.RUNNING; // for beginStop's bookkeeping
       beginStop("is " + state + " and its GPU state is no longer held (the pod's Events say why)");
     }
+  }
+
+  /** The message of a {@code GPUShareCheckpointDropped} condition on the view, or null. */
+  private static String droppedBecause(JsonNode view) {
+    for (JsonNode c : view.path("conditions")) {
+      if ("GPUShareCheckpointed".equals(Printers.text(c, "type"))
+          && "GPUShareCheckpointDropped".equals(Printers.text(c, "reason"))) {
+        return Printers.text(c, "message");
+      }
+    }
+    return null;
   }
 
   private void beginStop(String why) {

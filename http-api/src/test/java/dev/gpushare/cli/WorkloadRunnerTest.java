@@ -264,6 +264,42 @@ class WorkloadRunnerTest {
   }
 
   @Test
+  void aCheckpointDroppedAfterTheGrantFallsBackToSigusr1() throws Exception {
+    Path seen = dir.resolve("seen");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    com.fasterxml.jackson.databind.node.ObjectNode dropped =
+        Canned.running("w", 0, Canned.UUID0, 0);
+    dropped
+        .putArray("conditions")
+        .addObject()
+        .put("type", "GPUShareCheckpointed")
+        .put("status", "False")
+        .put("reason", "GPUShareCheckpointDropped")
+        .put("message", "GPU state no longer held: the restore kept failing.");
+    stub.on(
+        "GET",
+        POD + "/watch",
+        watch(
+            400,
+            Canned.running("w", 0, Canned.UUID0, 0),
+            withCheckpoint(Canned.ready("w", 1, 0), "held"),
+            withCheckpoint(Canned.running("w", 0, Canned.UUID0, 0), "restoring"),
+            dropped));
+    stub.on("GET", POD + "/grant", grant(Canned.pod("w", "Hibernation")));
+    Result r =
+        run(
+                "--grace",
+                "20s",
+                "--",
+                "sh",
+                "-c",
+                "trap 'echo usr1 > " + seen + "; exit 5' USR1; while :; do sleep 0.1; done")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals("usr1\n", Files.readString(seen), r::toString);
+    assertTrue(r.err().contains("the restore kept failing"), r.err());
+  }
+
+  @Test
   void aCommandThatIgnoresSigusr1GetsSigtermAfterTheGraceThenRunsAgainWhenGranted()
       throws Exception {
     Path runs = dir.resolve("runs");

@@ -207,6 +207,10 @@ class DocsTest {
               "java -cp target/test-classes:target/classes:$(cat target/bench.classpath) dev.gpushare.persistence.JournalBenchmark"),
           // src-test/BENCHMARKS.md
           listed(
+              "CheckpointWaitSimulation",
+              "java -cp arbiter/target/test-classes:arbiter/target/classes:$(cat arbiter/target/bench.classpath) dev.gpushare.arbiter.bench.CheckpointWaitSimulation"),
+          // src-test/BENCHMARKS.md
+          listed(
               "LoadBenchmark",
               "mvn -B -q install -DskipTests",
               "mvn -B -q -o -pl arbiter,src-test dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/bench.classpath",

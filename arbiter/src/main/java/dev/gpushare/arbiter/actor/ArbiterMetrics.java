@@ -21,7 +21,10 @@ public interface ArbiterMetrics {
    * A decision of {@code node}'s arbiter was persisted. {@code kind}, after the persisted event:
    * {@code enqueue} (Enqueued), {@code withdraw} (Withdrawn), {@code grant} (Granted), {@code
    * release} (Released by the pod), {@code revoke} (Released by the telemetry rules: idle or
-   * memory), {@code preempt} (Preempted), {@code pin} (Pinned), {@code pin_deferred} (PinDeferred).
+   * memory), {@code preempt} (Preempted), {@code pin} (Pinned), {@code pin_deferred} (PinDeferred),
+   * {@code suspend} (SuspendRequested), {@code checkpoint} and {@code checkpoint_failed}
+   * (CheckpointReported, held or not), {@code restore} and {@code checkpoint_dropped}
+   * (CheckpointCleared).
    */
   default void decided(String node, String kind) {}
 

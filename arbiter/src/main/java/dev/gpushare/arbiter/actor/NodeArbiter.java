@@ -104,11 +104,6 @@ public final class NodeArbiter
   }
 
   /**
-   * Make the arbiter's pods exactly {@code bound} (what the NodeActor says is bound): adds the
-   * missing, removes the extra. Sent at start-up, so a crash between binding and telling the
-   * arbiter leaves nothing behind.
-   */
-  /**
    * The member's report on a pod the book says to checkpoint ({@code ShareBook.suspending()}; the
    * member follows the book, reading it as its telemetry does): {@code pids} held in {@code bytes}
    * of host memory, or not ({@code message} says why; the signal contract applies).
@@ -129,6 +124,11 @@ public final class NodeArbiter
   public record ReportRestored(String pod, String reason, ActorRef<Outcome> replyTo)
       implements Command {}
 
+  /**
+   * Make the arbiter's pods exactly {@code bound} (what the NodeActor says is bound): adds the
+   * missing, removes the extra. Sent at start-up, so a crash between binding and telling the
+   * arbiter leaves nothing behind.
+   */
   public record Reconcile(List<BoundPod> bound, ActorRef<Outcome> replyTo) implements Command {}
 
   public record BoundPod(PodKey key, PodSharing spec) implements JsonSerializable {}
@@ -719,6 +719,16 @@ public final class NodeArbiter
       String kind = kindOf(event);
       if (kind != null) {
         counted.add(() -> metrics.decided(node, kind));
+      }
+      if (event instanceof CheckpointReported r) {
+        ShareBook.Member victim = before.members().get(r.pod());
+        ShareBook.Checkpoint c = victim == null ? null : victim.checkpoint();
+        ShareBook.Member by = c == null || c.by() == null ? null : before.members().get(c.by());
+        if (by != null) {
+          PodKey preemptor = by.key();
+          List<PodKey> victims = List.of(victim.key());
+          counted.add(() -> metrics.preempted(node, preemptor, victims));
+        }
       }
       if (event instanceof PodRemoved r && before.members().get(r.pod()) != null) {
         PodKey gone = before.members().get(r.pod()).key();

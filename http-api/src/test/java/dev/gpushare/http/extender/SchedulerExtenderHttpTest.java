@@ -316,7 +316,16 @@ class SchedulerExtenderHttpTest {
             .header("Authorization", "Bearer scheduler-token")
             .POST(HttpRequest.BodyPublishers.ofByteArray(body))
             .build();
-    HttpResponse<String> r = client.send(request, HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> r;
+    try {
+      r = client.send(request, HttpResponse.BodyHandlers.ofString());
+    } catch (java.io.IOException closed) {
+      // The server answered and closed the connection while the client was still writing the
+      // 65 MiB (a broken pipe before the client read the answer; seen on a busy CI machine):
+      // refused all the same, and nothing reached the service.
+      assertEquals(List.of(), SERVICE.calls, closed.toString());
+      return;
+    }
     // Pekko refuses a declared Content-Length over the limit itself (400, "Request too large");
     // a chunked body gets the extender's 413 with the nodeCacheCapable hint
     assertTrue(r.statusCode() == 400 || r.statusCode() == 413, r.body());

@@ -49,7 +49,19 @@ public final class GpuShareMetrics implements ArbiterMetrics {
   /** The decision kinds of {@link ArbiterMetrics#decided}, each node's series start at zero. */
   public static final List<String> DECISION_KINDS =
       List.of(
-          "enqueue", "withdraw", "grant", "release", "revoke", "preempt", "pin", "pin_deferred");
+          "enqueue",
+          "withdraw",
+          "grant",
+          "release",
+          "revoke",
+          "preempt",
+          "pin",
+          "pin_deferred",
+          "suspend",
+          "checkpoint",
+          "checkpoint_failed",
+          "restore",
+          "checkpoint_dropped");
 
   /** The entity named in journal errors of the node arbiters. */
   public static final String ARBITER_ENTITY = "NodeArbiter";
@@ -85,7 +97,8 @@ public final class GpuShareMetrics implements ArbiterMetrics {
             .help(
                 "Decisions of the node's arbiter persisted on this member, by kind: enqueue,"
                     + " withdraw, grant, release, revoke (telemetry rules: idle or memory),"
-                    + " preempt, pin, pin_deferred.")
+                    + " preempt, pin, pin_deferred, and for pods checkpointed instead of signalled"
+                    + " suspend, checkpoint, checkpoint_failed, restore, checkpoint_dropped.")
             .labelNames("node", "kind")
             .register(registry);
     decisionDuration =

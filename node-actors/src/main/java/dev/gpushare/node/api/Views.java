@@ -1,6 +1,5 @@
 package dev.gpushare.node.api;
 
-import com.fasterxml.jackson.annotation.JsonInclude;
 import com.fasterxml.jackson.annotation.JsonValue;
 import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodState;
@@ -118,7 +117,7 @@ public final class Views {
       List<EventView> events,
       UsageView usage,
       WorkloadView workload,
-      @JsonInclude(JsonInclude.Include.NON_NULL) CheckpointView checkpoint) {
+      CheckpointView checkpoint) {
 
     public PodView(
         String namespace,
@@ -162,7 +161,8 @@ public final class Views {
    * A pod's GPU state as the node's member checkpoints it ({@code gpushare.dev/preemption:
    * checkpoint}): {@code checkpointing} (the pod still holds its share until the member reports),
    * {@code held} (in host memory: {@code bytes}; restored on {@code gpu} at the pod's next grant,
-   * {@code restoring} while it is Running again and not yet restored). Absent when nothing is held.
+   * {@code restoring} while it is Running again and not yet restored). {@code null} when nothing is
+   * held.
    */
   public record CheckpointView(String phase, int gpu, long bytes, Instant since) {}
 
