@@ -84,9 +84,12 @@ final class NodeCheckpoints {
       ShareBook.Checkpoint c = e.getValue().checkpoint();
       if (c == null) {
         if (checkpointer != null && checkpointer.held(pod).isPresent()) {
-          // the book let it go (a late report, the pod's own release): never leave it locked
-          checkpointer.resume(pod);
-          checkpointer.forget(pod);
+          // The book let it go (a report refused as late, the pod's own release): bring the
+          // processes back, retrying while the GPU has no room (the Checkpointer kills them after
+          // its last attempt), so that none stays checkpointed forever.
+          if (!(checkpointer.resume(pod) instanceof Checkpointer.RetryAt)) {
+            checkpointer.forget(pod);
+          }
         }
         continue;
       }

@@ -52,7 +52,7 @@ class UpgradeTest {
       assertEquals(recorded.get(2), api.node("spare"), "node spare as 0.1 showed it");
       assertEquals(
           withoutUsage(recorded.get(3).path("items")),
-          withoutUsage(api.allPods()),
+          asOf01(api.allPods()),
           "every pod as 0.1 showed it");
       assertInvariants(api);
 
@@ -106,6 +106,20 @@ class UpgradeTest {
     JsonNode copy = pods.deepCopy();
     for (JsonNode p : copy) {
       ((ObjectNode) p).remove("usage");
+    }
+    return copy;
+  }
+
+  /**
+   * The pods as 0.1 showed them: without {@code usage}, and without the fields added since
+   * (extending the API, never changing it), which a journal of 0.1 must leave at null: {@code
+   * checkpoint} (nothing of 0.1 was checkpointed).
+   */
+  private static JsonNode asOf01(JsonNode pods) {
+    JsonNode copy = withoutUsage(pods);
+    for (JsonNode p : copy) {
+      assertTrue(p.has("checkpoint") && p.get("checkpoint").isNull(), p.toString());
+      ((ObjectNode) p).remove("checkpoint");
     }
     return copy;
   }
