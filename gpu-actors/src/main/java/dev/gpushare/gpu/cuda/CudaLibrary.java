@@ -1,5 +1,6 @@
 package dev.gpushare.gpu.cuda;
 
+import dev.gpushare.gpu.PresetsClasses;
 import java.net.URL;
 import java.util.List;
 import org.bytedeco.javacpp.ClassProperties;
@@ -26,7 +27,6 @@ import org.bytedeco.javacpp.Pointer;
  * NoClassDefFoundError}; {@link CudaDriver#load} turns them into {@link CheckpointUnavailable}.
  */
 final class CudaLibrary {
-  private static final String LOAD_LIBRARIES = "org.bytedeco.javacpp.loadLibraries";
   private static final Class<?> PRESETS = org.bytedeco.cuda.presets.cudart.class;
 
   /** Every presets class the checkpoint code touches. */
@@ -51,7 +51,7 @@ final class CudaLibrary {
       return;
     }
     Loader.load(Pointer.class);
-    initialize(CORE_CLASSES);
+    PresetsClasses.initialize(CORE_CLASSES, CudaLibrary.class);
     ClassProperties p = Loader.loadProperties(PRESETS, Loader.loadProperties(), true);
     StringBuilder found = new StringBuilder();
     for (String library : List.of("cuda@.1", "cudart@.12")) {
@@ -68,17 +68,7 @@ final class CudaLibrary {
     if (jniPath == null) {
       throw new UnsatisfiedLinkError("lib" + jni + ".so not found in the CUDA presets");
     }
-    String before = System.getProperty(LOAD_LIBRARIES);
-    System.setProperty(LOAD_LIBRARIES, "false");
-    try {
-      initialize(CLASSES);
-    } finally {
-      if (before == null) {
-        System.clearProperty(LOAD_LIBRARIES);
-      } else {
-        System.setProperty(LOAD_LIBRARIES, before);
-      }
-    }
+    PresetsClasses.initializeWithoutLoading(CLASSES, CudaLibrary.class);
     where = (found.length() == 0 ? "libcuda.so.1 via the dynamic linker" : found) + "; " + jniPath;
     loaded = true;
   }
@@ -86,18 +76,5 @@ final class CudaLibrary {
   /** Where the libraries were loaded from; null before {@link #load()}. */
   static synchronized String where() {
     return where;
-  }
-
-  private static void initialize(List<String> classes) {
-    ClassLoader loader = CudaLibrary.class.getClassLoader();
-    for (String name : classes) {
-      try {
-        Class.forName(name, true, loader);
-      } catch (ClassNotFoundException e) {
-        NoClassDefFoundError error = new NoClassDefFoundError(name);
-        error.initCause(e);
-        throw error;
-      }
-    }
   }
 }

@@ -1,5 +1,6 @@
 package dev.gpushare.gpu.nvml;
 
+import dev.gpushare.gpu.PresetsClasses;
 import java.net.URL;
 import java.util.List;
 import org.bytedeco.javacpp.ClassProperties;
@@ -48,8 +49,6 @@ import org.bytedeco.javacpp.Pointer;
  * missing from the class path). Callers do not catch those; {@code GpuBackends.select} does.
  */
 final class NvmlLibrary {
-  /** The system property that makes JavaCPP's {@code Loader.load} a no-op. */
-  static final String LOAD_LIBRARIES = "org.bytedeco.javacpp.loadLibraries";
 
   /** The presets class whose properties describe NVML (link, paths, JNI library name). */
   private static final Class<?> PRESETS = org.bytedeco.cuda.presets.nvml.class;
@@ -96,7 +95,7 @@ final class NvmlLibrary {
     }
     // 1. JavaCPP's own JNI library and the core classes.
     Loader.load(Pointer.class);
-    initialize(CORE_CLASSES);
+    PresetsClasses.initialize(CORE_CLASSES, NvmlLibrary.class);
 
     ClassProperties p = Loader.loadProperties(PRESETS, Loader.loadProperties(), true);
 
@@ -113,17 +112,7 @@ final class NvmlLibrary {
     String jni = Loader.loadLibrary(PRESETS, Loader.findLibrary(PRESETS, p, library), library);
 
     // 4. The presets classes, without their static Loader.load() pulling in the CUDA runtime.
-    String before = System.getProperty(LOAD_LIBRARIES);
-    System.setProperty(LOAD_LIBRARIES, "false");
-    try {
-      initialize(CLASSES);
-    } finally {
-      if (before == null) {
-        System.clearProperty(LOAD_LIBRARIES);
-      } else {
-        System.setProperty(LOAD_LIBRARIES, before);
-      }
-    }
+    PresetsClasses.initializeWithoutLoading(CLASSES, NvmlLibrary.class);
     jniLibrary = jni;
     nvmlLibrary = foundNvml != null ? foundNvml : "libnvidia-ml.so.1 (via the dynamic linker)";
     loaded = true;
@@ -137,18 +126,5 @@ final class NvmlLibrary {
   /** Where {@code libnvidia-ml.so.1} was loaded from, as far as JavaCPP knows. */
   static synchronized String nvmlLibrary() {
     return nvmlLibrary;
-  }
-
-  private static void initialize(List<String> classes) {
-    ClassLoader loader = NvmlLibrary.class.getClassLoader();
-    for (String name : classes) {
-      try {
-        Class.forName(name, true, loader);
-      } catch (ClassNotFoundException e) {
-        NoClassDefFoundError error = new NoClassDefFoundError(name);
-        error.initCause(e);
-        throw error;
-      }
-    }
   }
 }
