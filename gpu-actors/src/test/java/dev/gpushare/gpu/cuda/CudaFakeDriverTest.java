@@ -1,12 +1,13 @@
 package dev.gpushare.gpu.cuda;
 
+import static dev.gpushare.gpu.ChildProcess.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import java.io.File;
-import java.nio.charset.StandardCharsets;
+import dev.gpushare.gpu.ChildProcess;
+import dev.gpushare.gpu.ChildProcess.Result;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -40,7 +41,7 @@ class CudaFakeDriverTest {
   @BeforeAll
   static void compileTheFakeDriver() throws Exception {
     assumeTrue(Files.exists(SOURCE.resolve("fake_cuda.c")), "no " + SOURCE);
-    assumeTrue(run(List.of("gcc", "--version"), Map.of()).rc == 0, "no C compiler");
+    assumeTrue(run(List.of("gcc", "--version"), Map.of()).rc() == 0, "no C compiler");
     compile(FULL, List.of());
     compile(OLD, List.of("-DFAKE_OLD_DRIVER"));
   }
@@ -63,19 +64,20 @@ class CudaFakeDriverTest {
   void aProcessIsCheckpointedAndRestoredThroughTheJniWrapper() throws Exception {
     Result r = check(FULL, Map.of(), pid(), "--bytes", "1073741824", "--between", "echo held");
 
-    assertEquals(0, r.rc, r.out);
-    assertTrue(r.out.contains("using CUDA driver 12.9 ("), r.out);
-    assertTrue(r.out.contains("libjnicudart.so"), r.out);
-    assertTrue(r.out.contains("pid " + pid() + ": RUNNING"), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertTrue(r.out().contains("using CUDA driver 12.9 ("), r.out());
+    assertTrue(r.out().contains("libjnicudart.so"), r.out());
+    assertTrue(r.out().contains("pid " + pid() + ": RUNNING"), r.out());
     assertTrue(
-        r.out.contains("suspend: Held[pod=check, pids=[" + pid() + "], bytes=1073741824"), r.out);
-    assertTrue(r.out.contains("pid " + pid() + ": CHECKPOINTED"), r.out);
-    assertTrue(r.out.contains("between: held"), r.out);
-    assertTrue(r.out.contains("resume: Resumed[pod=check, pids=[" + pid() + "]]"), r.out);
-    assertTrue(r.out.contains("per GiB: checkpoint"), r.out);
-    assertTrue(r.out.endsWith("checkpoint check OK\n"), r.out);
+        r.out().contains("suspend: Held[pod=check, pids=[" + pid() + "], bytes=1073741824"),
+        r.out());
+    assertTrue(r.out().contains("pid " + pid() + ": CHECKPOINTED"), r.out());
+    assertTrue(r.out().contains("between: held"), r.out());
+    assertTrue(r.out().contains("resume: Resumed[pod=check, pids=[" + pid() + "]]"), r.out());
+    assertTrue(r.out().contains("per GiB: checkpoint"), r.out());
+    assertTrue(r.out().endsWith("checkpoint check OK\n"), r.out());
     List<String> calls =
-        r.out
+        r.out()
             .lines()
             .filter(l -> l.startsWith("fake libcuda: "))
             .map(l -> l.substring(14))
@@ -94,10 +96,10 @@ class CudaFakeDriverTest {
   void aLockTimeoutIsReportedWithTheDriversNameAndNothingStaysLocked() throws Exception {
     Result r = check(FULL, Map.of("FAKE_CUDA_FAIL", "lock:909"), pid());
 
-    assertEquals(3, r.rc, r.out);
-    assertTrue(r.out.contains("CUDA_ERROR_TIMEOUT (909)"), r.out);
-    assertTrue(r.out.contains("checkpoint check FAILED: Failed[pod=check"), r.out);
-    assertFalse(r.out.contains("checkpoint(" + pid() + ")"), "never checkpointed: " + r.out);
+    assertEquals(3, r.rc(), r.out());
+    assertTrue(r.out().contains("CUDA_ERROR_TIMEOUT (909)"), r.out());
+    assertTrue(r.out().contains("checkpoint check FAILED: Failed[pod=check"), r.out());
+    assertFalse(r.out().contains("checkpoint(" + pid() + ")"), "never checkpointed: " + r.out());
   }
 
   @Test
@@ -105,10 +107,10 @@ class CudaFakeDriverTest {
     Result r =
         check(FULL, Map.of("FAKE_CUDA_FAIL", "restore:2:2"), pid(), "--restore-backoff-ms", "10");
 
-    assertEquals(0, r.rc, r.out);
-    assertEquals(2, r.out.lines().filter(l -> l.startsWith("resume: RetryAt[")).count(), r.out);
-    assertTrue(r.out.contains("CUDA_ERROR_OUT_OF_MEMORY (2)"), r.out);
-    assertTrue(r.out.contains("resume: Resumed["), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertEquals(2, r.out().lines().filter(l -> l.startsWith("resume: RetryAt[")).count(), r.out());
+    assertTrue(r.out().contains("CUDA_ERROR_OUT_OF_MEMORY (2)"), r.out());
+    assertTrue(r.out().contains("resume: Resumed["), r.out());
   }
 
   @Test
@@ -123,8 +125,8 @@ class CudaFakeDriverTest {
             "--restore-backoff-ms",
             "10");
 
-    assertEquals(3, r.rc, r.out);
-    assertTrue(r.out.contains("checkpoint check FAILED: Abandoned[pod=check"), r.out);
+    assertEquals(3, r.rc(), r.out());
+    assertTrue(r.out().contains("checkpoint check FAILED: Abandoned[pod=check"), r.out());
     assertTrue(target.waitFor(10, TimeUnit.SECONDS), "the process was killed");
   }
 
@@ -134,39 +136,39 @@ class CudaFakeDriverTest {
     target.waitFor(10, TimeUnit.SECONDS);
     Result r = check(FULL, Map.of(), pid());
 
-    assertEquals(3, r.rc, r.out);
-    assertTrue(r.out.contains("NothingToHold[pod=check]"), r.out);
+    assertEquals(3, r.rc(), r.out());
+    assertTrue(r.out().contains("NothingToHold[pod=check]"), r.out());
   }
 
   @Test
   void aDriverWithoutTheCheckpointFunctionsIsUnavailableInsteadOfKillingTheJvm() throws Exception {
     Result r = check(OLD, Map.of(), pid());
 
-    assertEquals(2, r.rc, r.out);
+    assertEquals(2, r.rc(), r.out());
     assertTrue(
-        r.out.contains(
-            "checkpoint check FAILED: CUDA checkpoint unavailable: libcuda.so.1 lacks"
-                + " cuCheckpointProcessGetState, cuCheckpointProcessLock,"
-                + " cuCheckpointProcessCheckpoint, cuCheckpointProcessRestore,"
-                + " cuCheckpointProcessUnlock (needs CUDA 12.8, R570)"),
-        r.out);
+        r.out()
+            .contains(
+                "checkpoint check FAILED: CUDA checkpoint unavailable: libcuda.so.1 lacks"
+                    + " cuCheckpointProcessGetState, cuCheckpointProcessLock,"
+                    + " cuCheckpointProcessCheckpoint, cuCheckpointProcessRestore,"
+                    + " cuCheckpointProcessUnlock (needs CUDA 12.8, R570)"),
+        r.out());
   }
 
   @Test
   void aDriverBeforeCuda128IsUnavailable() throws Exception {
     Result r = check(FULL, Map.of("FAKE_CUDA_VERSION", "12040"), pid());
 
-    assertEquals(2, r.rc, r.out);
+    assertEquals(2, r.rc(), r.out());
     assertTrue(
-        r.out.contains(
-            "CUDA checkpoint unavailable: the driver supports CUDA 12.4; checkpointing needs 12.8"
-                + " or later"),
-        r.out);
+        r.out()
+            .contains(
+                "CUDA checkpoint unavailable: the driver supports CUDA 12.4; checkpointing needs 12.8"
+                    + " or later"),
+        r.out());
   }
 
   // ---- helpers ----
-
-  record Result(int rc, String out) {}
 
   static void compile(Path dir, List<String> flags) throws Exception {
     Files.createDirectories(dir);
@@ -179,7 +181,7 @@ class CudaFakeDriverTest {
             dir.resolve("libcuda.so.1").toString(),
             SOURCE.resolve("fake_cuda.c").toString()));
     Result r = run(cuda, Map.of());
-    assertEquals(0, r.rc, r.out);
+    assertEquals(0, r.rc(), r.out());
     r =
         run(
             List.of(
@@ -192,42 +194,15 @@ class CudaFakeDriverTest {
                 dir.resolve("libcudart.so.12").toString(),
                 SOURCE.resolve("fake_cudart.c").toString()),
             Map.of());
-    assertEquals(0, r.rc, r.out);
+    assertEquals(0, r.rc(), r.out());
   }
 
   static Result check(Path driver, Map<String, String> env, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
-    cmd.add(
-        "-Dorg.bytedeco.javacpp.cachedir="
-            + Path.of("target", "javacpp-cache-fake-cuda").toAbsolutePath());
-    cmd.add("-Dorg.bytedeco.javacpp.platform.preloadpath=" + driver.toAbsolutePath());
-    cmd.add(CheckpointCheck.class.getName());
-    cmd.addAll(List.of(args));
-    return run(cmd, env);
-  }
-
-  static Result run(List<String> cmd, Map<String, String> env) throws Exception {
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.environment().putAll(env);
-    pb.environment().remove("LD_LIBRARY_PATH");
-    pb.environment().remove("LD_BIND_NOW");
-    File log = Files.createTempFile("cuda-fake", ".log").toFile();
-    pb.redirectOutput(log);
-    Process p;
-    try {
-      p = pb.start();
-    } catch (java.io.IOException e) {
-      return new Result(-1, e.toString());
-    }
-    if (!p.waitFor(60, TimeUnit.SECONDS)) {
-      p.destroyForcibly();
-      return new Result(-2, "timed out: " + cmd);
-    }
-    String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
-    Files.delete(log.toPath());
-    return new Result(p.exitValue(), out);
+    List<String> properties =
+        List.of(
+            "-Dorg.bytedeco.javacpp.cachedir="
+                + Path.of("target", "javacpp-cache-fake-cuda").toAbsolutePath(),
+            "-Dorg.bytedeco.javacpp.platform.preloadpath=" + driver.toAbsolutePath());
+    return run(ChildProcess.java(properties, CheckpointCheck.class, List.of(args)), env);
   }
 }

@@ -1,20 +1,19 @@
 package dev.gpushare.gpu.nvml;
 
+import static dev.gpushare.gpu.ChildProcess.run;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.gpushare.gpu.ChildProcess;
+import dev.gpushare.gpu.ChildProcess.Result;
 import dev.gpushare.gpu.NoNvidiaDriver;
-import java.io.File;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -37,7 +36,7 @@ class NvmlFakeDriverTest {
   @BeforeAll
   static void compileTheFakeDriver() throws Exception {
     assumeTrue(Files.exists(SOURCE), "no " + SOURCE);
-    assumeTrue(run(List.of("gcc", "--version"), Map.of()).rc == 0, "no C compiler");
+    assumeTrue(run(List.of("gcc", "--version"), Map.of()).rc() == 0, "no C compiler");
     compile(FULL, List.of());
     compile(OLD, List.of("-DFAKE_OLD_DRIVER"));
   }
@@ -46,75 +45,81 @@ class NvmlFakeDriverTest {
   void discoveryAndTelemetryGoThroughTheJniWrapperWithoutTheCudaRuntime() throws Exception {
     Result r = gpuCheck(FULL, Map.of(), "2", "50");
 
-    assertEquals(0, r.rc, r.out);
-    assertTrue(r.out.contains("using NVML, driver 999.99.99-fake (CUDA 13.0), 2 GPUs"), r.out);
-    assertTrue(r.out.contains("Xid monitoring on"), r.out);
-    assertTrue(r.out.contains("libjninvml.so, " + FULL.toAbsolutePath()), "preloadpath: " + r.out);
-    assertFalse(r.out.contains("cudart"), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertTrue(r.out().contains("using NVML, driver 999.99.99-fake (CUDA 13.0), 2 GPUs"), r.out());
+    assertTrue(r.out().contains("Xid monitoring on"), r.out());
     assertTrue(
-        r.out.contains(
-            "GPU 0  GPU-fa4e0000-0000-4000-8000-000000000000  NVIDIA H20 (fake)  97,871 MiB"
-                + "  healthy"),
-        r.out);
+        r.out().contains("libjninvml.so, " + FULL.toAbsolutePath()), "preloadpath: " + r.out());
+    assertFalse(r.out().contains("cudart"), r.out());
     assertTrue(
-        r.out.contains("memory 1,536 / 97,871 MiB  utilisation 42%  MIG disabled  healthy"), r.out);
-    assertTrue(r.out.contains("MIG n/a"), "NOT_SUPPORTED is a value: " + r.out);
-    String[] samples = r.out.split("sample 2:");
-    assertTrue(samples[0].contains("pid 4242  1,024 MiB  SM 55%"), "the newest sample: " + r.out);
-    assertTrue(samples[0].contains("pid 4343  0 MiB  SM n/a"), r.out);
-    assertTrue(samples[1].contains("pid 4242  1,024 MiB  SM n/a"), "nothing newer: " + r.out);
-    assertTrue(r.out.endsWith("GPU check OK\n"), r.out);
+        r.out()
+            .contains(
+                "GPU 0  GPU-fa4e0000-0000-4000-8000-000000000000  NVIDIA H20 (fake)  97,871 MiB"
+                    + "  healthy"),
+        r.out());
+    assertTrue(
+        r.out().contains("memory 1,536 / 97,871 MiB  utilisation 42%  MIG disabled  healthy"),
+        r.out());
+    assertTrue(r.out().contains("MIG n/a"), "NOT_SUPPORTED is a value: " + r.out());
+    String[] samples = r.out().split("sample 2:");
+    assertTrue(samples[0].contains("pid 4242  1,024 MiB  SM 55%"), "the newest sample: " + r.out());
+    assertTrue(samples[0].contains("pid 4343  0 MiB  SM n/a"), r.out());
+    assertTrue(samples[1].contains("pid 4242  1,024 MiB  SM n/a"), "nothing newer: " + r.out());
+    assertTrue(r.out().endsWith("GPU check OK\n"), r.out());
   }
 
   @Test
   void aCriticalXidMakesItsGpuUnhealthy() throws Exception {
     Result r = gpuCheck(FULL, Map.of("FAKE_NVML_XID", "1:79"), "1");
 
-    assertEquals(0, r.rc, r.out);
-    assertTrue(r.out.contains("UNHEALTHY: Xid 79 reported (GPU has fallen off the bus)"), r.out);
-    assertTrue(r.out.contains("MIG disabled  healthy"), "GPU 0 stays healthy: " + r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertTrue(
+        r.out().contains("UNHEALTHY: Xid 79 reported (GPU has fallen off the bus)"), r.out());
+    assertTrue(r.out().contains("MIG disabled  healthy"), "GPU 0 stays healthy: " + r.out());
   }
 
   @Test
   void aNonCriticalXidDoesNot() throws Exception {
     Result r = gpuCheck(FULL, Map.of("FAKE_NVML_XID", "1:13"), "1");
 
-    assertEquals(0, r.rc, r.out);
-    assertFalse(r.out.contains("UNHEALTHY"), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertFalse(r.out().contains("UNHEALTHY"), r.out());
   }
 
   @Test
   void aLostGpuIsUnhealthyAndMigUnsupportedIsAValue() throws Exception {
     Result r = gpuCheck(FULL, Map.of("FAKE_NVML_LOST", "1", "FAKE_NVML_MIG", "0"), "1");
 
-    assertEquals(0, r.rc, r.out);
-    assertTrue(r.out.contains("UNHEALTHY: GPU is lost (NVML_ERROR_GPU_IS_LOST)"), r.out);
-    assertTrue(r.out.contains("utilisation n/a  MIG enabled  healthy"), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertTrue(r.out().contains("UNHEALTHY: GPU is lost (NVML_ERROR_GPU_IS_LOST)"), r.out());
+    assertTrue(r.out().contains("utilisation n/a  MIG enabled  healthy"), r.out());
   }
 
   @Test
   void anOldDriverWithoutTheNewerFunctionsDegradesInsteadOfKillingTheJvm() throws Exception {
     Result r = gpuCheck(OLD, Map.of(), "1");
 
-    assertEquals(0, r.rc, r.out);
-    assertTrue(r.out.contains("2 GPUs, Xid monitoring off"), r.out);
-    assertTrue(r.out.contains("note: Xid monitoring off: this driver lacks nvmlEventSetWait_v2"));
-    assertTrue(r.out.contains("CUDA version unknown"), r.out);
-    assertTrue(r.out.contains("pid 4242  1,024 MiB  SM n/a"), "processes through _v2: " + r.out);
-    assertTrue(r.out.contains("utilisation 42%  MIG n/a  healthy"), r.out);
-    assertTrue(r.out.endsWith("GPU check OK\n"), r.out);
+    assertEquals(0, r.rc(), r.out());
+    assertTrue(r.out().contains("2 GPUs, Xid monitoring off"), r.out());
+    assertTrue(r.out().contains("note: Xid monitoring off: this driver lacks nvmlEventSetWait_v2"));
+    assertTrue(r.out().contains("CUDA version unknown"), r.out());
+    assertTrue(
+        r.out().contains("pid 4242  1,024 MiB  SM n/a"), "processes through _v2: " + r.out());
+    assertTrue(r.out().contains("utilisation 42%  MIG n/a  healthy"), r.out());
+    assertTrue(r.out().endsWith("GPU check OK\n"), r.out());
   }
 
   @Test
   void anNvmlInitErrorIsReportedWithItsMeaning() throws Exception {
     Result r = gpuCheck(FULL, Map.of("FAKE_NVML_INIT_RC", "9"), "1");
 
-    assertEquals(2, r.rc, r.out);
+    assertEquals(2, r.rc(), r.out());
     assertTrue(
-        r.out.contains(
-            "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: nvmlInit_v2 failed: the NVIDIA"
-                + " kernel driver is not loaded (NVML_ERROR_DRIVER_NOT_LOADED)"),
-        r.out);
+        r.out()
+            .contains(
+                "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: nvmlInit_v2 failed: the NVIDIA"
+                    + " kernel driver is not loaded (NVML_ERROR_DRIVER_NOT_LOADED)"),
+        r.out());
   }
 
   @Test
@@ -122,17 +127,16 @@ class NvmlFakeDriverTest {
     NoNvidiaDriver.assume();
     Result r = gpuCheck(null, Map.of(), "1");
 
-    assertEquals(2, r.rc, r.out);
+    assertEquals(2, r.rc(), r.out());
     assertTrue(
-        r.out.contains(
-            "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"),
-        r.out);
-    assertTrue(r.out.contains("Install the NVIDIA driver"), r.out);
+        r.out()
+            .contains(
+                "GPU check FAILED: gpushare.gpu.backend=nvml: NVML unavailable: libnvidia-ml.so.1 not found"),
+        r.out());
+    assertTrue(r.out().contains("Install the NVIDIA driver"), r.out());
   }
 
   // ---- helpers ----
-
-  record Result(int rc, String out) {}
 
   static void compile(Path dir, List<String> flags) throws Exception {
     Files.createDirectories(dir);
@@ -145,43 +149,17 @@ class NvmlFakeDriverTest {
             dir.resolve("libnvidia-ml.so.1").toString(),
             SOURCE.toString()));
     Result r = run(cmd, Map.of());
-    assertEquals(0, r.rc, r.out);
+    assertEquals(0, r.rc(), r.out());
   }
 
   static Result gpuCheck(Path driver, Map<String, String> env, String... args) throws Exception {
-    List<String> cmd = new ArrayList<>();
-    cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
-    cmd.add(
+    List<String> properties = new ArrayList<>();
+    properties.add(
         "-Dorg.bytedeco.javacpp.cachedir="
             + Path.of("target", "javacpp-cache-fake").toAbsolutePath());
     if (driver != null) {
-      cmd.add("-Dorg.bytedeco.javacpp.platform.preloadpath=" + driver.toAbsolutePath());
+      properties.add("-Dorg.bytedeco.javacpp.platform.preloadpath=" + driver.toAbsolutePath());
     }
-    cmd.add(GpuCheck.class.getName());
-    cmd.addAll(List.of(args));
-    return run(cmd, env);
-  }
-
-  static Result run(List<String> cmd, Map<String, String> env) throws Exception {
-    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-    pb.environment().putAll(env);
-    pb.environment().remove("LD_LIBRARY_PATH");
-    File log = Files.createTempFile("nvml-fake", ".log").toFile();
-    pb.redirectOutput(log);
-    Process p;
-    try {
-      p = pb.start();
-    } catch (IOException e) {
-      return new Result(-1, e.toString());
-    }
-    if (!p.waitFor(60, TimeUnit.SECONDS)) {
-      p.destroyForcibly();
-      return new Result(-2, "timed out: " + cmd);
-    }
-    String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
-    Files.delete(log.toPath());
-    return new Result(p.exitValue(), out);
+    return run(ChildProcess.java(properties, GpuCheck.class, List.of(args)), env);
   }
 }

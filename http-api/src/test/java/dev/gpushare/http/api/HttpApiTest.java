@@ -440,7 +440,8 @@ class HttpApiTest {
             List.of(),
             List.of(),
             new UsageView(1024, 40779, null, 60, 1),
-            new WorkloadView(Map.of("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"))));
+            new WorkloadView(Map.of("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50")),
+            null));
     JsonNode a = json(send("GET", "/v1/namespaces/default/pods/a", null, null));
     assertTrue(a.has("usage") && a.get("usage").isNull(), "usage is written as null: " + a);
     assertTrue(a.has("workload") && a.get("workload").isNull(), "as gpu is: " + a);

@@ -121,6 +121,7 @@ class MetricsRoutesTest {
             List.of(),
             List.of(),
             new UsageView(2048, 81559, 30, 30, 1),
+            null,
             null);
     PodView unreported =
         new PodView(
@@ -139,6 +140,7 @@ class MetricsRoutesTest {
             List.of(),
             List.of(),
             new UsageView(0, 40779, null, null, -1),
+            null,
             null);
     ExpositionText m = ExpositionText.parse(text(List.of(), List.of(unreported, used)));
     String[] a = {

@@ -191,6 +191,7 @@ class ExtenderScoresTest {
             List.of(),
             List.of(),
             null,
+            null,
             null);
     assertEquals(
         List.of(new Share(20, 20), new Share(30, 30)),

@@ -113,6 +113,7 @@ final class ExtenderViews {
         List.of(),
         List.of(),
         null,
+        null,
         null);
   }
 }

@@ -117,45 +117,7 @@ public final class Views {
       List<EventView> events,
       UsageView usage,
       WorkloadView workload,
-      CheckpointView checkpoint) {
-
-    public PodView(
-        String namespace,
-        String name,
-        String uid,
-        String node,
-        SharePolicy policy,
-        PodState state,
-        ShareView requests,
-        ShareView limits,
-        GpuRef gpu,
-        Integer queuePosition,
-        Long waitingSeconds,
-        Long runningSeconds,
-        List<PodConditionView> conditions,
-        List<EventView> events,
-        UsageView usage,
-        WorkloadView workload) {
-      this(
-          namespace,
-          name,
-          uid,
-          node,
-          policy,
-          state,
-          requests,
-          limits,
-          gpu,
-          queuePosition,
-          waitingSeconds,
-          runningSeconds,
-          conditions,
-          events,
-          usage,
-          workload,
-          null);
-    }
-  }
+      CheckpointView checkpoint) {}
 
   /**
    * A pod's GPU state as the node's member checkpoints it ({@code gpushare.dev/preemption:

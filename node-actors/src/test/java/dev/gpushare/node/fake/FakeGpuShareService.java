@@ -117,6 +117,7 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
         List.of(),
         List.of(),
         null,
+        null,
         null);
   }
 

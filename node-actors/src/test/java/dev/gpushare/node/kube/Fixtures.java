@@ -199,6 +199,7 @@ final class Fixtures {
         conditions,
         events,
         null,
+        null,
         null);
   }
 
