@@ -153,7 +153,7 @@ public final class GpuShareRuntime {
         system.dispatchers().lookup(DispatcherSelector.fromConfig(TELEMETRY_DISPATCHER));
     ActorRef<GpuTelemetry.Msg> telemetry =
         system.systemActorOf(
-            GpuTelemetry.create(service.get(), settings.gpu(), clock, blocking),
+            GpuTelemetry.create(service.get().telemetry(), settings.gpu(), clock, blocking),
             "gpushare-gpu-telemetry",
             Props.empty());
     // Sampling asks the node entities: it stops before the shard regions hand their shards off.

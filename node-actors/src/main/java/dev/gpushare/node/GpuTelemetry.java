@@ -61,7 +61,7 @@ final class GpuTelemetry {
       String node, GpuBackend backend, List<GpuSample> samples, NodeArbiter.BookView book) {}
 
   static Behavior<Msg> create(
-      DefaultGpuShareService service, GpuSettings settings, ArbiterClock clock, Executor blocking) {
+      TelemetryPort service, GpuSettings settings, ArbiterClock clock, Executor blocking) {
     return Behaviors.setup(
         ctx ->
             Behaviors.withTimers(
@@ -73,7 +73,7 @@ final class GpuTelemetry {
 
   private static final class State {
     private final ActorContext<Msg> ctx;
-    private final DefaultGpuShareService service;
+    private final TelemetryPort service;
     private final GpuSettings settings;
     private final ArbiterClock clock;
     private final Executor blocking;
@@ -87,7 +87,7 @@ final class GpuTelemetry {
 
     State(
         ActorContext<Msg> ctx,
-        DefaultGpuShareService service,
+        TelemetryPort service,
         GpuSettings settings,
         ArbiterClock clock,
         Executor blocking) {

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.japi.function.Function;
@@ -24,6 +25,9 @@ final class ServiceAsks {
 
   private final Entities entities;
   private final Duration timeout;
+
+  /** This member's memory of where pods live ({@link #onPod}). */
+  private final PodPlaces places = new PodPlaces(this::index, PodPlaces.LIMIT);
 
   ServiceAsks(Entities entities, Duration timeout) {
     this.entities = entities;
@@ -72,17 +76,51 @@ final class ServiceAsks {
   }
 
   /**
-   * The pod that goes by the name, from the cluster-wide index. A name Kubernetes would refuse
-   * (such as one with a {@code |}, which no persistence id may hold) names no pod: empty at once.
+   * The pod that goes by the name, from the cluster-wide index (and remembered, see {@link
+   * #onPod}). A name Kubernetes would refuse (such as one with a {@code |}, which no persistence id
+   * may hold) names no pod: empty at once.
    */
   CompletionStage<Optional<Placed>> lookup(String namespace, String name) {
     if (!KubernetesNames.isPodRef(namespace, name)) {
       return CompletableFuture.completedFuture(Optional.empty());
     }
+    return places.lookup(namespace + "/" + name);
+  }
+
+  private CompletionStage<Optional<Placed>> index(String ref) {
     return entities
-        .podIndex(namespace + "/" + name)
+        .podIndex(ref)
         .<PodIndex.Entry>ask(PodIndex.Get::new, timeout)
         .thenApply(e -> e.free() ? Optional.empty() : Optional.of(new Placed(e.node(), e.key())));
+  }
+
+  /**
+   * Runs {@code op} on the pod that goes by the name, where this member remembers it or where the
+   * index says ({@code notFound} when it has none): {@link PodPlaces#onPod}.
+   */
+  <T> CompletionStage<T> onPod(
+      String namespace,
+      String name,
+      Supplier<? extends RuntimeException> notFound,
+      java.util.function.Function<Placed, CompletionStage<T>> op) {
+    if (!KubernetesNames.isPodRef(namespace, name)) {
+      return lookup(namespace, name)
+          .thenCompose(
+              none -> {
+                throw notFound.get();
+              });
+    }
+    return places.onPod(namespace + "/" + name, notFound, op);
+  }
+
+  /** Remembers where a pod lives (after its create). */
+  void remember(Placed p) {
+    places.remember(p);
+  }
+
+  /** Forgets the pod's place (it was deleted), unless the name is remembered for another pod. */
+  void forget(PodKey key) {
+    places.forget(key);
   }
 
   /**

@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -24,6 +25,13 @@ import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehavior;
  * about 230 bytes at a time (the size of an arbiter's {@code Granted}), awaiting each write before
  * the next — one entity alone (the latency floor of one decision), and N at once (the throughput
  * floor of N nodes' arbiters). Nothing of gpushare runs in it but the serializer binding.
+ *
+ * <p>{@link #measureOpen} is the floor of an open loop: the same entities, each still persisting
+ * one event at a time, sent events at a fixed rate (round robin) in the system as it is during the
+ * load's window — its nodes registered, its telemetry sampling, nothing deciding. A latency is
+ * counted from the moment the event was due, as the load's are, so the floor at 100/s pays what a
+ * write pays on a machine that is idle between writes (threads parked, caches cold), which the
+ * closed loop of one entity never does.
  */
 final class JournalFloor {
   private JournalFloor() {}
@@ -83,12 +91,7 @@ final class JournalFloor {
    * seconds} seconds; only the second part is measured.
    */
   static Floor measure(ActorSystem<?> system, int entities, int warmup, int seconds) {
-    int run = ++runs;
-    List<ActorRef<Persist>> refs = new ArrayList<>();
-    for (int i = 0; i < entities; i++) {
-      Behavior<Persist> b = new Entity("Floor|" + run + "-" + i);
-      refs.add(system.systemActorOf(b, "journal-floor-" + run + "-" + i, Props.empty()));
-    }
+    List<ActorRef<Persist>> refs = spawn(system, entities);
     ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
     long start = System.nanoTime();
     long measureFrom = start + TimeUnit.SECONDS.toNanos(warmup);
@@ -100,6 +103,57 @@ final class JournalFloor {
       loops.add(done);
     }
     CompletableFuture.allOf(loops.toArray(CompletableFuture[]::new)).join();
+    return floor(entities, latencies, seconds);
+  }
+
+  /**
+   * {@code entities} entities sent {@code rate} events per second in all, round robin, for {@code
+   * warmup} then {@code seconds} seconds; only the second part is measured, each event from the
+   * moment it was due.
+   */
+  static Floor measureOpen(ActorSystem<?> system, int entities, int rate, int warmup, int seconds) {
+    List<ActorRef<Persist>> refs = spawn(system, entities);
+    ConcurrentLinkedQueue<Long> latencies = new ConcurrentLinkedQueue<>();
+    long interval = 1_000_000_000L / rate;
+    long start = System.nanoTime();
+    long measureFrom = start + TimeUnit.SECONDS.toNanos(warmup);
+    long end = measureFrom + TimeUnit.SECONDS.toNanos(seconds);
+    List<CompletableFuture<Long>> sent = new ArrayList<>();
+    long next = start;
+    int i = 0;
+    while (next < end) {
+      long now = System.nanoTime();
+      if (now < next) {
+        LockSupport.parkNanos(next - now);
+        continue;
+      }
+      long due = next;
+      ActorRef<Persist> ref = refs.get(i++ % refs.size());
+      CompletableFuture<Long> done =
+          AskPattern.<Persist, Long>ask(
+                  ref, Persist::new, Duration.ofSeconds(30), system.scheduler())
+              .toCompletableFuture();
+      if (due >= measureFrom) {
+        sent.add(done.whenComplete((n, e) -> latencies.add(System.nanoTime() - due)));
+      }
+      next += interval;
+    }
+    CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new)).join();
+    return floor(entities, latencies, seconds);
+  }
+
+  /** {@code entities} new floor entities (new persistence ids: nothing to recover). */
+  private static List<ActorRef<Persist>> spawn(ActorSystem<?> system, int entities) {
+    int run = ++runs;
+    List<ActorRef<Persist>> refs = new ArrayList<>();
+    for (int i = 0; i < entities; i++) {
+      Behavior<Persist> b = new Entity("Floor|" + run + "-" + i);
+      refs.add(system.systemActorOf(b, "journal-floor-" + run + "-" + i, Props.empty()));
+    }
+    return refs;
+  }
+
+  private static Floor floor(int entities, ConcurrentLinkedQueue<Long> latencies, int seconds) {
     long[] lat = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
     return new Floor(
         entities,

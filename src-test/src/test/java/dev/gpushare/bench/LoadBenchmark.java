@@ -102,12 +102,16 @@ public final class LoadBenchmark {
       String journalTimes,
       String load,
       JournalFloor.Floor one,
-      JournalFloor.Floor many) {}
+      JournalFloor.Floor many,
+      JournalFloor.Floor atRate) {}
 
   /** The journal's raw floor of the current run (journal × node count), measured before it. */
   static JournalFloor.Floor floorOne;
 
   static JournalFloor.Floor floorMany;
+
+  /** The open-loop floor at the rate of the window being measured (none for a closed loop). */
+  static JournalFloor.Floor floorAtRate;
 
   static final List<Row> ROWS = new ArrayList<>();
 
@@ -235,26 +239,36 @@ public final class LoadBenchmark {
     }
     System.out.println();
     System.out.println(
-        "| journal | nodes | loop | target | p50 ms (× floor) | p99 ms (× floor) | grants/s (× floor"
-            + " of N entities) | floor: 1 entity p50 / p99 ms | floor: N entities persists/s |");
-    System.out.println("|---|---|---|---|---|---|---|---|---|");
+        "| journal | nodes | loop | target | p50 ms (× floor; × floor at rate) | p99 ms (× floor;"
+            + " × floor at rate) | grants/s (× floor of N entities) | floor: 1 entity p50 / p99 ms"
+            + " | floor at rate: p50 / p99 ms | floor: N entities persists/s |");
+    System.out.println("|---|---|---|---|---|---|---|---|---|---|");
     for (Row r : ROWS) {
       System.out.printf(
           Locale.ROOT,
-          "| %s | %d | %s | %s | %.1f (%.2f×) | %.1f (%.2f×) | %,.0f (%.2f×) | %.2f / %.2f |"
-              + " %,.0f |%n",
+          "| %s | %d | %s | %s | %.2f (%.2f×; %s) | %.2f (%.2f×; %s) | %,.0f (%.2f×) | %.2f / %.2f"
+              + " | %s | %,.0f |%n",
           r.journal(),
           r.nodes(),
           r.mode(),
           r.target(),
           r.p50(),
           r.p50() / r.one().p50Ms(),
+          r.atRate() == null
+              ? "-"
+              : String.format(Locale.ROOT, "%.2f×", r.p50() / r.atRate().p50Ms()),
           r.p99(),
           r.p99() / r.one().p99Ms(),
+          r.atRate() == null
+              ? "-"
+              : String.format(Locale.ROOT, "%.2f×", r.p99() / r.atRate().p99Ms()),
           r.achieved(),
           r.achieved() / r.many().perSecond(),
           r.one().p50Ms(),
           r.one().p99Ms(),
+          r.atRate() == null
+              ? "-"
+              : String.format(Locale.ROOT, "%.2f / %.2f", r.atRate().p50Ms(), r.atRate().p99Ms()),
           r.many().perSecond());
     }
     System.exit(0);
@@ -297,6 +311,15 @@ public final class LoadBenchmark {
       for (int rate : mode.equals("closed") ? new int[0] : rates) {
         double hold = Math.min(1.0, 4.0 * nodes / rate);
         Driver open = new Driver(runtime.service, slots, Duration.ofNanos((long) (hold * 1e9)));
+        // The raw floor at this rate, one entity per node, in the same system just before.
+        floorAtRate = JournalFloor.measureOpen(runtime.system, nodes, rate, warmup, seconds);
+        System.out.printf(
+            Locale.ROOT,
+            "%s, %d node(s): raw floor at %,d/s, %s%n",
+            journal,
+            nodes,
+            rate,
+            floorAtRate);
         measure(
             journal,
             nodes,
@@ -314,6 +337,7 @@ public final class LoadBenchmark {
                 ? Math.max(16, Math.min(256, 4 * nodes))
                 : Integer.parseInt(concurrencyOption);
         Driver closed = new Driver(runtime.service, slots, Duration.ZERO);
+        floorAtRate = null;
         measure(
             journal,
             nodes,
@@ -407,7 +431,8 @@ public final class LoadBenchmark {
             journalTimes(driver.windowSeconds()),
             loadBefore + " → " + loadAfter,
             floorOne,
-            floorMany);
+            floorMany,
+            floorAtRate);
     ROWS.add(row);
     System.out.println(row);
     System.out.flush();
