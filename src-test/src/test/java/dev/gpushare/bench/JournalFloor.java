@@ -134,7 +134,13 @@ final class JournalFloor {
                   ref, Persist::new, Duration.ofSeconds(30), system.scheduler())
               .toCompletableFuture();
       if (due >= measureFrom) {
-        sent.add(done.whenComplete((n, e) -> latencies.add(System.nanoTime() - due)));
+        // A write that fails or times out counts with the time it took to say so.
+        sent.add(
+            done.handle(
+                (n, e) -> {
+                  latencies.add(System.nanoTime() - due);
+                  return n;
+                }));
       }
       next += interval;
     }

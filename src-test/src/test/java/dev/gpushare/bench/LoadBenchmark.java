@@ -29,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
 import jdk.jfr.Configuration;
 import jdk.jfr.Recording;
@@ -55,6 +56,12 @@ import jdk.jfr.Recording;
  *   <li><b>Closed loop</b>: {@code --concurrency} cycles in flight (default 4 per node, 16..256),
  *       each releasing at once and starting the next: the maximum sustained throughput.
  * </ul>
+ *
+ * <p>Every figure is printed beside the raw journal floor measured in the same runtime just before
+ * ({@link JournalFloor}): one entity persisting one event at a time (latency), one per node in
+ * parallel (throughput), and, for each open-loop rate, one per node sent events open loop at the
+ * window's demand rate and at its journal write rate (two events per grant cycle): the same
+ * machine, as busy with telemetry, with nothing deciding.
  *
  * <p>Each run (journal × node count) starts a new runtime on a new database, creates the nodes and
  * pods, runs an unrecorded closed loop for {@value #JIT_WARMUP_SECONDS} s (JIT, caches), then the
@@ -103,15 +110,21 @@ public final class LoadBenchmark {
       String load,
       JournalFloor.Floor one,
       JournalFloor.Floor many,
-      JournalFloor.Floor atRate) {}
+      JournalFloor.Floor atRate,
+      JournalFloor.Floor atWriteRate) {}
 
   /** The journal's raw floor of the current run (journal × node count), measured before it. */
   static JournalFloor.Floor floorOne;
 
   static JournalFloor.Floor floorMany;
 
-  /** The open-loop floor at the rate of the window being measured (none for a closed loop). */
+  /**
+   * The open-loop floors of the window being measured: at its demand rate, and at its journal write
+   * rate (two events per grant cycle); none for a closed loop.
+   */
   static JournalFloor.Floor floorAtRate;
+
+  static JournalFloor.Floor floorAtWriteRate;
 
   static final List<Row> ROWS = new ArrayList<>();
 
@@ -239,39 +252,51 @@ public final class LoadBenchmark {
     }
     System.out.println();
     System.out.println(
-        "| journal | nodes | loop | target | p50 ms (× floor; × floor at rate) | p99 ms (× floor;"
-            + " × floor at rate) | grants/s (× floor of N entities) | floor: 1 entity p50 / p99 ms"
-            + " | floor at rate: p50 / p99 ms | floor: N entities persists/s |");
-    System.out.println("|---|---|---|---|---|---|---|---|---|---|");
+        "| journal | nodes | loop | target | p50 ms (× floor; × at rate; × at write rate) | p99 ms"
+            + " (× floor; × at rate; × at write rate) | grants/s (× floor of N entities) | floor:"
+            + " 1 entity p50 / p99 ms | at rate: p50 / p99 ms | at write rate: p50 / p99 ms |"
+            + " floor: N entities persists/s |");
+    System.out.println("|---|---|---|---|---|---|---|---|---|---|---|");
     for (Row r : ROWS) {
       System.out.printf(
           Locale.ROOT,
-          "| %s | %d | %s | %s | %.2f (%.2f×; %s) | %.2f (%.2f×; %s) | %,.0f (%.2f×) | %.2f / %.2f"
-              + " | %s | %,.0f |%n",
+          "| %s | %d | %s | %s | %.2f (%.2f×; %s; %s) | %.2f (%.2f×; %s; %s) | %,.0f (%.2f×) |"
+              + " %.2f / %.2f | %s | %s | %,.0f |%n",
           r.journal(),
           r.nodes(),
           r.mode(),
           r.target(),
           r.p50(),
           r.p50() / r.one().p50Ms(),
-          r.atRate() == null
-              ? "-"
-              : String.format(Locale.ROOT, "%.2f×", r.p50() / r.atRate().p50Ms()),
+          ratio(r.p50(), r.atRate(), JournalFloor.Floor::p50Ms),
+          ratio(r.p50(), r.atWriteRate(), JournalFloor.Floor::p50Ms),
           r.p99(),
           r.p99() / r.one().p99Ms(),
-          r.atRate() == null
-              ? "-"
-              : String.format(Locale.ROOT, "%.2f×", r.p99() / r.atRate().p99Ms()),
+          ratio(r.p99(), r.atRate(), JournalFloor.Floor::p99Ms),
+          ratio(r.p99(), r.atWriteRate(), JournalFloor.Floor::p99Ms),
           r.achieved(),
           r.achieved() / r.many().perSecond(),
           r.one().p50Ms(),
           r.one().p99Ms(),
-          r.atRate() == null
-              ? "-"
-              : String.format(Locale.ROOT, "%.2f / %.2f", r.atRate().p50Ms(), r.atRate().p99Ms()),
+          latencies(r.atRate()),
+          latencies(r.atWriteRate()),
           r.many().perSecond());
     }
     System.exit(0);
+  }
+
+  /** {@code value} as a multiple of {@code floor}'s figure, or "-" without a floor. */
+  private static String ratio(
+      double value, JournalFloor.Floor floor, ToDoubleFunction<JournalFloor.Floor> figure) {
+    return floor == null
+        ? "-"
+        : String.format(Locale.ROOT, "%.2f×", value / figure.applyAsDouble(floor));
+  }
+
+  private static String latencies(JournalFloor.Floor floor) {
+    return floor == null
+        ? "-"
+        : String.format(Locale.ROOT, "%.2f / %.2f", floor.p50Ms(), floor.p99Ms());
   }
 
   private static void run(
@@ -311,15 +336,22 @@ public final class LoadBenchmark {
       for (int rate : mode.equals("closed") ? new int[0] : rates) {
         double hold = Math.min(1.0, 4.0 * nodes / rate);
         Driver open = new Driver(runtime.service, slots, Duration.ofNanos((long) (hold * 1e9)));
-        // The raw floor at this rate, one entity per node, in the same system just before.
+        // The raw floor at this window's rate, in the same system just before: one event per
+        // demand (one entity per node), then two (the window also writes each release's; two
+        // entities per node, so that no entity is sent more than at the demand rate: one entity
+        // writes one event at a time and would queue where the arbiter writes a round at once).
         floorAtRate = JournalFloor.measureOpen(runtime.system, nodes, rate, warmup, seconds);
+        floorAtWriteRate =
+            JournalFloor.measureOpen(runtime.system, 2 * nodes, 2 * rate, warmup, seconds);
         System.out.printf(
             Locale.ROOT,
-            "%s, %d node(s): raw floor at %,d/s, %s%n",
+            "%s, %d node(s): raw floor at %,d persists/s, %s; at %,d persists/s, %s%n",
             journal,
             nodes,
             rate,
-            floorAtRate);
+            floorAtRate,
+            2 * rate,
+            floorAtWriteRate);
         measure(
             journal,
             nodes,
@@ -338,6 +370,7 @@ public final class LoadBenchmark {
                 : Integer.parseInt(concurrencyOption);
         Driver closed = new Driver(runtime.service, slots, Duration.ZERO);
         floorAtRate = null;
+        floorAtWriteRate = null;
         measure(
             journal,
             nodes,
@@ -432,7 +465,8 @@ public final class LoadBenchmark {
             loadBefore + " → " + loadAfter,
             floorOne,
             floorMany,
-            floorAtRate);
+            floorAtRate,
+            floorAtWriteRate);
     ROWS.add(row);
     System.out.println(row);
     System.out.flush();
