@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -37,17 +38,18 @@ final class JournalFloor {
   private JournalFloor() {}
 
   /** What one measurement found: latency of one persist, and persists per second in all. */
-  record Floor(int entities, double p50Ms, double p99Ms, double perSecond) {
+  record Floor(int entities, double p50Ms, double p99Ms, double perSecond, int failed) {
     @Override
     public String toString() {
       return String.format(
-          Locale.ROOT,
-          "%d entit%s: p50 %.2f ms, p99 %.2f ms, %,.0f persists/s",
-          entities,
-          entities == 1 ? "y" : "ies",
-          p50Ms,
-          p99Ms,
-          perSecond);
+              Locale.ROOT,
+              "%d entit%s: p50 %.2f ms, p99 %.2f ms, %,.0f persists/s",
+              entities,
+              entities == 1 ? "y" : "ies",
+              p50Ms,
+              p99Ms,
+              perSecond)
+          + (failed == 0 ? "" : String.format(Locale.ROOT, ", %,d failed", failed));
     }
   }
 
@@ -96,14 +98,15 @@ final class JournalFloor {
     long start = System.nanoTime();
     long measureFrom = start + TimeUnit.SECONDS.toNanos(warmup);
     long end = measureFrom + TimeUnit.SECONDS.toNanos(seconds);
+    AtomicInteger failed = new AtomicInteger();
     List<CompletableFuture<Void>> loops = new ArrayList<>();
     for (ActorRef<Persist> ref : refs) {
       CompletableFuture<Void> done = new CompletableFuture<>();
-      loop(system, ref, measureFrom, end, latencies, done);
+      loop(system, ref, measureFrom, end, latencies, failed, done);
       loops.add(done);
     }
     CompletableFuture.allOf(loops.toArray(CompletableFuture[]::new)).join();
-    return floor(entities, latencies, seconds);
+    return floor(entities, latencies, failed.get(), seconds);
   }
 
   /**
@@ -119,6 +122,7 @@ final class JournalFloor {
     long measureFrom = start + TimeUnit.SECONDS.toNanos(warmup);
     long end = measureFrom + TimeUnit.SECONDS.toNanos(seconds);
     List<CompletableFuture<Long>> sent = new ArrayList<>();
+    AtomicInteger failed = new AtomicInteger();
     long next = start;
     int i = 0;
     while (next < end) {
@@ -134,18 +138,22 @@ final class JournalFloor {
                   ref, Persist::new, Duration.ofSeconds(30), system.scheduler())
               .toCompletableFuture();
       if (due >= measureFrom) {
-        // A write that fails or times out counts with the time it took to say so.
+        // A write that fails or times out is counted, with the time it took to say so in the
+        // latencies (leaving it out would hide the slowest), and not as a persist.
         sent.add(
             done.handle(
                 (n, e) -> {
                   latencies.add(System.nanoTime() - due);
+                  if (e != null) {
+                    failed.incrementAndGet();
+                  }
                   return n;
                 }));
       }
       next += interval;
     }
     CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new)).join();
-    return floor(entities, latencies, seconds);
+    return floor(entities, latencies, failed.get(), seconds);
   }
 
   /** {@code entities} new floor entities (new persistence ids: nothing to recover). */
@@ -159,13 +167,15 @@ final class JournalFloor {
     return refs;
   }
 
-  private static Floor floor(int entities, ConcurrentLinkedQueue<Long> latencies, int seconds) {
+  private static Floor floor(
+      int entities, ConcurrentLinkedQueue<Long> latencies, int failed, int seconds) {
     long[] lat = latencies.stream().mapToLong(Long::longValue).sorted().toArray();
     return new Floor(
         entities,
         BenchSupport.percentile(lat, 0.50) / 1e6,
         BenchSupport.percentile(lat, 0.99) / 1e6,
-        lat.length / (double) seconds);
+        (lat.length - failed) / (double) seconds,
+        failed);
   }
 
   private static void loop(
@@ -174,6 +184,7 @@ final class JournalFloor {
       long measureFrom,
       long end,
       ConcurrentLinkedQueue<Long> latencies,
+      AtomicInteger failed,
       CompletableFuture<Void> done) {
     long sent = System.nanoTime();
     if (sent >= end) {
@@ -184,10 +195,13 @@ final class JournalFloor {
         .whenCompleteAsync(
             (n, e) -> {
               long now = System.nanoTime();
-              if (e == null && sent >= measureFrom && now <= end) {
+              if (sent >= measureFrom && now <= end) {
                 latencies.add(now - sent);
+                if (e != null) {
+                  failed.incrementAndGet();
+                }
               }
-              loop(system, ref, measureFrom, end, latencies, done);
+              loop(system, ref, measureFrom, end, latencies, failed, done);
             },
             system.executionContext());
   }
