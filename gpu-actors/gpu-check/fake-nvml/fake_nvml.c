@@ -14,11 +14,18 @@
  *
  * Environment: FAKE_NVML_GPUS (default 2), FAKE_NVML_INIT_RC (what nvmlInit_v2 returns),
  * FAKE_NVML_LOST=i (device i answers NVML_ERROR_GPU_IS_LOST after discovery), FAKE_NVML_XID=i:n
- * (one Xid n event for device i), FAKE_NVML_MIG=i (MIG enabled on device i).
+ * (one Xid n event for device i), FAKE_NVML_MIG=i (MIG enabled on device i),
+ * FAKE_NVML_UUIDS=a,b,... (device i's UUID is entry i; the count defaults to the list's length),
+ * FAKE_NVML_UTIL=i:gpu:mem (device i's utilisation, and one process sample of FAKE_NVML_PID,
+ * default 4242, with smUtil = gpu; without it device 0 says 42/17 and has two samples).
+ *
+ * Its functions never call each other through their exported names: a library preloaded in
+ * front of it (libgpushare.so) would otherwise see the calls.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
@@ -34,6 +41,11 @@ typedef struct fake_device { unsigned int index; } *nvmlDevice_t;
 typedef struct fake_event_set { int unused; } *nvmlEventSet_t;
 typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
 typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+typedef struct {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+} nvmlPciInfo_t;
 typedef struct {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -57,9 +69,43 @@ static int env_int(const char *name, int fallback) {
   const char *v = getenv(name);
   return v && *v ? atoi(v) : fallback;
 }
+/* Entry i of FAKE_NVML_UUIDS into out; 0 when there is none. */
+static int listed_uuid(unsigned int i, char *out, size_t length) {
+  const char *p = getenv("FAKE_NVML_UUIDS");
+  if (!p || !*p) return 0;
+  for (; i > 0; i--) {
+    p = strchr(p, ',');
+    if (!p) return 0;
+    p++;
+  }
+  size_t n = strcspn(p, ",");
+  if (out) snprintf(out, length, "%.*s", (int) n, p);
+  return 1;
+}
 static unsigned int count(void) {
-  int n = env_int("FAKE_NVML_GPUS", 2);
+  unsigned int listed = 0;
+  while (listed < 16 && listed_uuid(listed, NULL, 0)) listed++;
+  int n = env_int("FAKE_NVML_GPUS", listed ? (int) listed : 2);
   return n < 0 ? 0 : n > 16 ? 16 : (unsigned int) n;
+}
+static nvmlDevice_t handle(unsigned int i) {
+  devices[i].index = i;
+  return &devices[i];
+}
+static void uuid_of(unsigned int i, char *uuid, size_t length) {
+  if (!listed_uuid(i, uuid, length)) snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012u", i);
+}
+static void bus_id_of(unsigned int i, char *bus, size_t length) {
+  snprintf(bus, length, "00000000:%02X:00.0", 0x10 + i);
+}
+/* FAKE_NVML_UTIL=i:gpu:mem: 1 when it scripts device d. */
+static int scripted(nvmlDevice_t d, unsigned int *gpu, unsigned int *mem) {
+  const char *v = getenv("FAKE_NVML_UTIL");
+  unsigned int i, g, m;
+  if (!d || !v || sscanf(v, "%u:%u:%u", &i, &g, &m) != 3 || i != d->index) return 0;
+  *gpu = g;
+  *mem = m;
+  return 1;
 }
 static int lost(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_LOST", -1); }
 static int mig(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_MIG", -1); }
@@ -75,8 +121,35 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { *n = count(); return NVML_SUCCESS; }
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *device) {
   if (i >= count()) return NVML_ERROR_INVALID_ARGUMENT;
-  devices[i].index = i;
-  *device = &devices[i];
+  *device = handle(i);
+  return NVML_SUCCESS;
+}
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
+  char mine[96];
+  if (!uuid || !device) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned int i = 0; i < count(); i++) {
+    uuid_of(i, mine, sizeof mine);
+    if (strcmp(uuid, mine) == 0) { *device = handle(i); return NVML_SUCCESS; }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice_t *device) {
+  char mine[32];
+  if (!bus || !device) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned int i = 0; i < count(); i++) {
+    bus_id_of(i, mine, sizeof mine);
+    if (strcasecmp(bus, mine) == 0) { *device = handle(i); return NVML_SUCCESS; }
+  }
+  return NVML_ERROR_NOT_FOUND;
+}
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
+  if (!d || !pci) return NVML_ERROR_INVALID_ARGUMENT;
+  memset(pci, 0, sizeof *pci);
+  pci->bus = 0x10 + d->index;
+  pci->pciDeviceId = 0x232910de; /* device 0x2329 (H20), vendor NVIDIA */
+  pci->pciSubSystemId = 0x198b10de;
+  snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:00.0", pci->bus);
+  bus_id_of(d->index, pci->busId, sizeof pci->busId);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
@@ -84,7 +157,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t d, unsigned int *index) {
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length) {
-  snprintf(uuid, length, "GPU-fa4e0000-0000-4000-8000-%012u", d->index);
+  uuid_of(d->index, uuid, length);
   return NVML_SUCCESS;
 }
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
@@ -102,6 +175,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u) {
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
   if (mig(d)) return NVML_ERROR_NOT_SUPPORTED;
+  if (scripted(d, &u->gpu, &u->memory)) return NVML_SUCCESS;
   u->gpu = d->index == 0 ? 42 : 0;
   u->memory = d->index == 0 ? 17 : 0;
   return NVML_SUCCESS;
@@ -139,11 +213,23 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigne
   *current = *pending = mig(d) ? 1 : 0;
   return NVML_SUCCESS;
 }
-/* Two samples of pid 4242 (the newer says 55 %), none of 4343; nothing newer than 2000. */
+/* Two samples of pid 4242 on device 0 (the newer says 55 %), none of 4343; nothing newer than 2000. */
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
                                              nvmlProcessUtilizationSample_t *samples,
                                              unsigned int *n, unsigned long long lastSeen) {
+  unsigned int gpu, mem;
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  if (scripted(d, &gpu, &mem)) {
+    if (lastSeen >= 1000) return NVML_ERROR_NOT_FOUND;
+    if (samples == NULL || *n < 1) { *n = 1; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    memset(samples, 0, sizeof *samples);
+    samples[0].pid = (unsigned int) env_int("FAKE_NVML_PID", 4242);
+    samples[0].timeStamp = 1000;
+    samples[0].smUtil = gpu;
+    samples[0].memUtil = mem;
+    *n = 1;
+    return NVML_SUCCESS;
+  }
   if (d->index != 0 || lastSeen >= 2000) return NVML_ERROR_NOT_FOUND;
   if (samples == NULL || *n < 2) { *n = 2; return NVML_ERROR_INSUFFICIENT_SIZE; }
   memset(samples, 0, 2 * sizeof *samples);

@@ -21,10 +21,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The CUDA checkpoint binding end to end, JNI included, without a GPU: {@code
- * gpu-check/fake-cuda/fake_cuda.c} is compiled into a fake {@code libcuda.so.1} (and a stand-in
- * {@code libcudart.so.12}, which JavaCPP's wrapper links), and {@link CheckpointCheck} — the
- * member's {@link Checkpointer} over {@link CudaDriver} — runs against it in a child JVM, so that
- * no native code is loaded into this one. Skipped where there is no C compiler.
+ * gpu-check/fake-cuda/fake_cuda.c} (with {@code fake_cuda_mem.c}) is compiled into a fake {@code
+ * libcuda.so.1} (and a stand-in {@code libcudart.so.12}, which JavaCPP's wrapper links), and {@link
+ * CheckpointCheck} — the member's {@link Checkpointer} over {@link CudaDriver} — runs against it in
+ * a child JVM, so that no native code is loaded into this one. Skipped where there is no C
+ * compiler.
  *
  * <p>It proves the loading path, the guards (driver version, exported symbols), the one return-code
  * checker with the driver's error names, and every path of the state machine through the real
@@ -179,7 +180,8 @@ class CudaFakeDriverTest {
             "-Wl,-soname,libcuda.so.1",
             "-o",
             dir.resolve("libcuda.so.1").toString(),
-            SOURCE.resolve("fake_cuda.c").toString()));
+            SOURCE.resolve("fake_cuda.c").toString(),
+            SOURCE.resolve("fake_cuda_mem.c").toString()));
     Result r = run(cuda, Map.of());
     assertEquals(0, r.rc(), r.out());
     r =

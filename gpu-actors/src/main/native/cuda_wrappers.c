@@ -1,0 +1,414 @@
+/*
+ * The driver functions this library stands in front of (driver.c routes every way in to these),
+ * with cuda.h's signatures and exported names: each variant the driver exports is its own wrapper
+ * and calls its own real variant, so a caller keeps the variant it asked for (the _v2 sizes, the
+ * per-thread default stream of _ptds/_ptsz).
+ *
+ *   work (launches, copies, sets, waits): the state word, then the driver
+ *   allocations: the state word, the pod's count (an allocation over the pod's limit fails with
+ *   CUDA_ERROR_OUT_OF_MEMORY without reaching the driver), the driver, the address remembered
+ *   frees: the driver, then the count (never held back: freeing is what a waiting pod needs)
+ *   cuMemGetInfo: the pod's limit as the total, what it has left as the free
+ *   cuInit: the demand and the grant (state.c) before the driver reads CUDA_VISIBLE_DEVICES
+ *
+ * Types are declared here in plain C (cuda.h is not needed to build): handles are pointers,
+ * CUdeviceptr is unsigned long long (unsigned int in the 2000-era _v1 functions), CUresult is int.
+ */
+#include "gpushare.h"
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned int CUdeviceptr_v1;
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef void *CUfunction, *CUstream, *CUevent, *CUcontext, *CUarray, *CUmipmappedArray,
+    *CUmemoryPool;
+
+/* cuda.h's CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR, and their _v1 */
+struct array_desc { size_t Width, Height; int Format; unsigned NumChannels; };
+struct array_desc_v1 { unsigned Width, Height; int Format; unsigned NumChannels; };
+struct array3d_desc { size_t Width, Height, Depth; int Format; unsigned NumChannels, Flags; };
+struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned NumChannels, Flags; };
+
+/* ------------------------------------------------------------------ the work calls' shapes */
+
+#define P_LAUNCH (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
+                  unsigned bz, unsigned shared, CUstream s, void **params, void **extra)
+#define A_LAUNCH (f, gx, gy, gz, bx, by, bz, shared, s, params, extra)
+#define P_LAUNCHEX (const void *config, CUfunction f, void **params, void **extra)
+#define A_LAUNCHEX (config, f, params, extra)
+#define P_COOP (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
+                unsigned bz, unsigned shared, CUstream s, void **params)
+#define A_COOP (f, gx, gy, gz, bx, by, bz, shared, s, params)
+#define P_HOSTFN (CUstream s, void (*fn)(void *), void *data)
+#define A_HOSTFN (s, fn, data)
+#define P_DD (CUdeviceptr dst, CUdeviceptr src, size_t n)
+#define A_DD (dst, src, n)
+#define P_DDA (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+#define A_DDA (dst, src, n, s)
+#define P_HD (CUdeviceptr dst, const void *src, size_t n)
+#define P_HDA (CUdeviceptr dst, const void *src, size_t n, CUstream s)
+#define P_DH (void *dst, CUdeviceptr src, size_t n)
+#define P_DHA (void *dst, CUdeviceptr src, size_t n, CUstream s)
+#define P_DD1 (CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned n)
+#define P_DDA1 (CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned n, CUstream s)
+#define P_HD1 (CUdeviceptr_v1 dst, const void *src, unsigned n)
+#define P_HDA1 (CUdeviceptr_v1 dst, const void *src, unsigned n, CUstream s)
+#define P_DH1 (void *dst, CUdeviceptr_v1 src, unsigned n)
+#define P_DHA1 (void *dst, CUdeviceptr_v1 src, unsigned n, CUstream s)
+#define A_HD A_DD
+#define A_HDA A_DDA
+#define A_DH A_DD
+#define A_DHA A_DDA
+#define A_DD1 A_DD
+#define A_DDA1 A_DDA
+#define A_HD1 A_DD
+#define A_HDA1 A_DDA
+#define A_DH1 A_DD
+#define A_DHA1 A_DDA
+#define P_COPY (const void *copy)
+#define A_COPY (copy)
+#define P_COPYA (const void *copy, CUstream s)
+#define A_COPYA (copy, s)
+#define P_PEER (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n)
+#define A_PEER (dst, dc, src, sc, n)
+#define P_PEERA (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n, CUstream s)
+#define A_PEERA (dst, dc, src, sc, n, s)
+#define P_SET8 (CUdeviceptr d, unsigned char v, size_t n)
+#define P_SET16 (CUdeviceptr d, unsigned short v, size_t n)
+#define P_SET32 (CUdeviceptr d, unsigned v, size_t n)
+#define P_SET8_1 (CUdeviceptr_v1 d, unsigned char v, unsigned n)
+#define P_SET16_1 (CUdeviceptr_v1 d, unsigned short v, unsigned n)
+#define P_SET32_1 (CUdeviceptr_v1 d, unsigned v, unsigned n)
+#define A_SET8 (d, v, n)
+#define A_SET16 A_SET8
+#define A_SET32 A_SET8
+#define A_SET8_1 A_SET8
+#define A_SET16_1 A_SET8
+#define A_SET32_1 A_SET8
+#define P_SET8A (CUdeviceptr d, unsigned char v, size_t n, CUstream s)
+#define P_SET16A (CUdeviceptr d, unsigned short v, size_t n, CUstream s)
+#define P_SET32A (CUdeviceptr d, unsigned v, size_t n, CUstream s)
+#define A_SET8A (d, v, n, s)
+#define A_SET16A A_SET8A
+#define A_SET32A A_SET8A
+#define P_NONE (void)
+#define A_NONE ()
+#define P_CTX (CUcontext c)
+#define A_CTX (c)
+#define P_STREAM (CUstream s)
+#define A_STREAM (s)
+#define P_WAITEV (CUstream s, CUevent e, unsigned flags)
+#define A_WAITEV (s, e, flags)
+#define P_EVENT (CUevent e)
+#define A_EVENT (e)
+#define P_RECORD (CUevent e, CUstream s)
+#define A_RECORD (e, s)
+
+/* (the name cuGetProcAddress is asked for, the exported variant, its shape) */
+#define WORK(X)                                                                                  \
+  X(cuLaunchKernel, cuLaunchKernel, LAUNCH) X(cuLaunchKernel, cuLaunchKernel_ptsz, LAUNCH)       \
+  X(cuLaunchKernelEx, cuLaunchKernelEx, LAUNCHEX)                                                \
+  X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, LAUNCHEX)                                           \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, COOP)                                  \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)                             \
+  X(cuLaunchHostFunc, cuLaunchHostFunc, HOSTFN) X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, HOSTFN) \
+  X(cuMemcpy, cuMemcpy, DD) X(cuMemcpy, cuMemcpy_ptds, DD)                                       \
+  X(cuMemcpyAsync, cuMemcpyAsync, DDA) X(cuMemcpyAsync, cuMemcpyAsync_ptsz, DDA)                 \
+  X(cuMemcpyHtoD, cuMemcpyHtoD, HD1) X(cuMemcpyHtoD, cuMemcpyHtoD_v2, HD)                        \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds, HD)                                                      \
+  X(cuMemcpyDtoH, cuMemcpyDtoH, DH1) X(cuMemcpyDtoH, cuMemcpyDtoH_v2, DH)                        \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds, DH)                                                      \
+  X(cuMemcpyDtoD, cuMemcpyDtoD, DD1) X(cuMemcpyDtoD, cuMemcpyDtoD_v2, DD)                        \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds, DD)                                                      \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, HDA1) X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, HDA)  \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, HDA)                                           \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, DHA1) X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, DHA)  \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, DHA)                                           \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, DDA1) X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, DDA)  \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, DDA)                                           \
+  X(cuMemcpy2D, cuMemcpy2D, COPY) X(cuMemcpy2D, cuMemcpy2D_v2, COPY)                             \
+  X(cuMemcpy2D, cuMemcpy2D_v2_ptds, COPY)                                                        \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync, COPYA) X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, COPYA)       \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, COPYA)                                             \
+  X(cuMemcpy3D, cuMemcpy3D, COPY) X(cuMemcpy3D, cuMemcpy3D_v2, COPY)                             \
+  X(cuMemcpy3D, cuMemcpy3D_v2_ptds, COPY)                                                        \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync, COPYA) X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, COPYA)       \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, COPYA)                                             \
+  X(cuMemcpyPeer, cuMemcpyPeer, PEER) X(cuMemcpyPeer, cuMemcpyPeer_ptds, PEER)                   \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, PEERA)                                                 \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz, PEERA)                                            \
+  X(cuMemsetD8, cuMemsetD8, SET8_1) X(cuMemsetD8, cuMemsetD8_v2, SET8)                           \
+  X(cuMemsetD8, cuMemsetD8_v2_ptds, SET8)                                                        \
+  X(cuMemsetD16, cuMemsetD16, SET16_1) X(cuMemsetD16, cuMemsetD16_v2, SET16)                     \
+  X(cuMemsetD16, cuMemsetD16_v2_ptds, SET16)                                                     \
+  X(cuMemsetD32, cuMemsetD32, SET32_1) X(cuMemsetD32, cuMemsetD32_v2, SET32)                     \
+  X(cuMemsetD32, cuMemsetD32_v2_ptds, SET32)                                                     \
+  X(cuMemsetD8Async, cuMemsetD8Async, SET8A) X(cuMemsetD8Async, cuMemsetD8Async_ptsz, SET8A)     \
+  X(cuMemsetD16Async, cuMemsetD16Async, SET16A)                                                  \
+  X(cuMemsetD16Async, cuMemsetD16Async_ptsz, SET16A)                                             \
+  X(cuMemsetD32Async, cuMemsetD32Async, SET32A)                                                  \
+  X(cuMemsetD32Async, cuMemsetD32Async_ptsz, SET32A)                                             \
+  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
+  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
+  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
+  X(cuStreamWaitEvent, cuStreamWaitEvent, WAITEV)                                                \
+  X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, WAITEV)                                           \
+  X(cuEventSynchronize, cuEventSynchronize, EVENT)                                               \
+  X(cuStreamQuery, cuStreamQuery, STREAM) X(cuStreamQuery, cuStreamQuery_ptsz, STREAM)           \
+  X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)
+
+/* written out below (cuGetProcAddress in driver.c) */
+#define OWN(X)                                                                                   \
+  X(cuInit, cuInit) X(cuGetProcAddress, cuGetProcAddress)                                        \
+  X(cuGetProcAddress, cuGetProcAddress_v2) X(cuMemGetInfo, cuMemGetInfo)                         \
+  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuMemAlloc, cuMemAlloc) X(cuMemAlloc, cuMemAlloc_v2)        \
+  X(cuMemAllocPitch, cuMemAllocPitch) X(cuMemAllocPitch, cuMemAllocPitch_v2)                     \
+  X(cuMemAllocManaged, cuMemAllocManaged) X(cuMemAllocAsync, cuMemAllocAsync)                    \
+  X(cuMemAllocAsync, cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)   \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz) X(cuMemCreate, cuMemCreate)           \
+  X(cuArrayCreate, cuArrayCreate) X(cuArrayCreate, cuArrayCreate_v2)                             \
+  X(cuArray3DCreate, cuArray3DCreate) X(cuArray3DCreate, cuArray3DCreate_v2)                     \
+  X(cuMipmappedArrayCreate, cuMipmappedArrayCreate) X(cuMemFree, cuMemFree)                      \
+  X(cuMemFree, cuMemFree_v2) X(cuMemFreeAsync, cuMemFreeAsync)                                   \
+  X(cuMemFreeAsync, cuMemFreeAsync_ptsz) X(cuMemRelease, cuMemRelease)                           \
+  X(cuArrayDestroy, cuArrayDestroy) X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)
+
+#define INDEX_WORK(base, name, shape) FN_##name,
+#define INDEX_OWN(base, name) FN_##name,
+enum { WORK(INDEX_WORK) OWN(INDEX_OWN) FN_COUNT };
+
+/* The real variant: a load once resolved (the hot path), driver.c's look-up the first time. */
+static inline void *real_of(int i) {
+  void *p = atomic_load_explicit(&gs_cuda_fns[i].real, memory_order_acquire);
+  return GS_LIKELY(p != NULL) ? p : gs_cuda_resolve(&gs_cuda_fns[i]);
+}
+
+/* The real `name` called with `args`; CUDA_ERROR_NOT_FOUND when the driver lacks that variant. */
+#define REAL(name, args) \
+  (real_of(FN_##name) ? ((__typeof__(&name))real_of(FN_##name))args : GS_CUDA_ERROR_NOT_FOUND)
+
+#define DEFINE_WORK(base, name, shape)                          \
+  GS_EXPORT CUresult name P_##shape {                           \
+    int rc = gs_gate();                                         \
+    if (rc) return rc;                                          \
+    __typeof__(&name) real = (__typeof__(&name))real_of(FN_##name); \
+    return real ? real A_##shape : GS_CUDA_ERROR_NOT_FOUND;     \
+  }
+WORK(DEFINE_WORK)
+
+/* ------------------------------------------------------------------ cuInit, cuMemGetInfo */
+
+GS_EXPORT CUresult cuInit(unsigned flags) {
+  int rc = gs_before_cuinit();
+  if (rc) return rc;
+  rc = REAL(cuInit, (flags));
+  if (rc == GS_CUDA_SUCCESS) gs_after_cuinit();
+  return rc;
+}
+
+/* The pod's view: its limit is the device's size, and what it has not used the most it can get. */
+static void limited(uint64_t *free_bytes, uint64_t *total) {
+  uint64_t lim = gs_mem_limit(), used = gs_mem_used();
+  if (!lim) return;
+  uint64_t left = used < lim ? lim - used : 0;
+  if (*free_bytes > left) *free_bytes = left;
+  *total = lim;
+}
+
+GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  int rc = gs_gate();
+  if (!rc) rc = REAL(cuMemGetInfo_v2, (free_bytes, total));
+  if (rc) return rc;
+  uint64_t f = *free_bytes, t = *total;
+  limited(&f, &t);
+  *free_bytes = (size_t)f;
+  *total = (size_t)t;
+  return rc;
+}
+
+GS_EXPORT CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
+  int rc = gs_gate();
+  if (!rc) rc = REAL(cuMemGetInfo, (free_bytes, total));
+  if (rc) return rc;
+  uint64_t f = *free_bytes, t = *total;
+  limited(&f, &t);
+  *free_bytes = (unsigned)f;
+  *total = (unsigned)t;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ allocations */
+
+/* The state word, then the pod's count; returns from the wrapper when either says no. */
+#define RESERVE(bytes)                       \
+  do {                                       \
+    int rc_ = gs_gate();                     \
+    if (!rc_) rc_ = gs_mem_reserve(bytes);   \
+    if (rc_) return rc_;                     \
+  } while (0)
+
+/* After the driver: remembered for the free, or given back to the pod. */
+static CUresult counted(CUresult rc, uint64_t key, uint64_t bytes) {
+  if (rc == GS_CUDA_SUCCESS) gs_mem_track(key, bytes);
+  else gs_mem_unreserve(bytes);
+  return rc;
+}
+
+static uint64_t times(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r; /* over any limit: refused */
+}
+
+GS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+  RESERVE(bytes);
+  CUresult rc = REAL(cuMemAlloc_v2, (dptr, bytes));
+  return counted(rc, rc ? 0 : *dptr, bytes);
+}
+
+GS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned bytes) {
+  RESERVE(bytes);
+  CUresult rc = REAL(cuMemAlloc, (dptr, bytes));
+  return counted(rc, rc ? 0 : *dptr, bytes);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr p);
+CUresult cuMemFree(CUdeviceptr_v1 p);
+
+/* A pitched allocation is counted as asked (width × height) before the driver and as given
+ * (pitch × height) after it; when the padding takes the pod over its limit, it is freed again. */
+static CUresult pitched(CUresult rc, uint64_t address, uint64_t asked, uint64_t given, int v1) {
+  if (rc) return counted(rc, 0, asked);
+  if (given > asked && gs_mem_reserve(given - asked)) {
+    if (v1) (void)REAL(cuMemFree, ((CUdeviceptr_v1)address));
+    else (void)REAL(cuMemFree_v2, (address));
+    gs_mem_unreserve(asked);
+    return GS_CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return counted(rc, address, given > asked ? given : asked);
+}
+
+GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+                                      size_t height, unsigned element) {
+  uint64_t asked = times(width, height);
+  RESERVE(asked);
+  CUresult rc = REAL(cuMemAllocPitch_v2, (dptr, pitch, width, height, element));
+  return pitched(rc, rc ? 0 : *dptr, asked, rc ? 0 : times(*pitch, height), 0);
+}
+
+GS_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned *pitch, unsigned width,
+                                   unsigned height, unsigned element) {
+  uint64_t asked = times(width, height);
+  RESERVE(asked);
+  CUresult rc = REAL(cuMemAllocPitch, (dptr, pitch, width, height, element));
+  return pitched(rc, rc ? 0 : *dptr, asked, rc ? 0 : times(*pitch, height), 1);
+}
+
+GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned flags) {
+  RESERVE(bytes);
+  CUresult rc = REAL(cuMemAllocManaged, (dptr, bytes, flags));
+  return counted(rc, rc ? 0 : *dptr, bytes);
+}
+
+#define ALLOC_ASYNC(name)                                                  \
+  GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUstream s) {   \
+    RESERVE(bytes);                                                        \
+    CUresult rc = REAL(name, (dptr, bytes, s));                            \
+    return counted(rc, rc ? 0 : *dptr, bytes);                             \
+  }
+ALLOC_ASYNC(cuMemAllocAsync)
+ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+
+#define ALLOC_POOL(name)                                                                 \
+  GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) { \
+    RESERVE(bytes);                                                                      \
+    CUresult rc = REAL(name, (dptr, bytes, pool, s));                                    \
+    return counted(rc, rc ? 0 : *dptr, bytes);                                           \
+  }
+ALLOC_POOL(cuMemAllocFromPoolAsync)
+ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
+
+/* Counted by its handle until cuMemRelease (mapping it takes nothing more). */
+GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t bytes,
+                               const void *prop, unsigned long long flags) {
+  RESERVE(bytes);
+  CUresult rc = REAL(cuMemCreate, (handle, bytes, prop, flags));
+  return counted(rc, rc ? 0 : *handle, bytes);
+}
+
+/* An array's size as the descriptor gives it, channels of the format's size; formats not listed
+ * (normalized, compressed, YUV) are counted as 4 bytes a channel, more than they take. */
+static uint64_t array_bytes(uint64_t w, uint64_t h, uint64_t d, int format, unsigned channels) {
+  uint64_t element;
+  switch (format) {
+    case 0x01: case 0x08: case 0xc0: case 0xc1: case 0xc2: case 0xc6: case 0xc7: case 0xc8:
+      element = 1; break;
+    case 0x02: case 0x09: case 0x10: case 0xc3: case 0xc4: case 0xc5: case 0xc9: case 0xca:
+    case 0xcb:
+      element = 2; break;
+    default:
+      element = 4; break;
+  }
+  return times(times(times(w, h ? h : 1), d ? d : 1), element * (channels ? channels : 1));
+}
+
+#define ARRAY(name, desc_type, depth)                                                  \
+  GS_EXPORT CUresult name(CUarray *handle, const desc_type *desc) {                   \
+    uint64_t bytes = desc ? array_bytes(desc->Width, desc->Height, depth, desc->Format, \
+                                        desc->NumChannels)                              \
+                          : 0;                                                          \
+    RESERVE(bytes);                                                                     \
+    CUresult rc = REAL(name, (handle, desc));                                           \
+    return counted(rc, rc ? 0 : (uint64_t)(uintptr_t)*handle, bytes);                   \
+  }
+ARRAY(cuArrayCreate_v2, struct array_desc, 1)
+ARRAY(cuArrayCreate, struct array_desc_v1, 1)
+ARRAY(cuArray3DCreate_v2, struct array3d_desc, desc->Depth)
+ARRAY(cuArray3DCreate, struct array3d_desc_v1, desc->Depth)
+
+/* The levels are counted as twice the first (they add up to less: 4/3 in 2D, 8/7 in 3D). */
+GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle,
+                                          const struct array3d_desc *desc, unsigned levels) {
+  uint64_t bytes = desc ? array_bytes(desc->Width, desc->Height, desc->Depth, desc->Format,
+                                      desc->NumChannels)
+                        : 0;
+  bytes = levels > 1 ? times(bytes, 2) : bytes;
+  RESERVE(bytes);
+  CUresult rc = REAL(cuMipmappedArrayCreate, (handle, desc, levels));
+  return counted(rc, rc ? 0 : (uint64_t)(uintptr_t)*handle, bytes);
+}
+
+/* ------------------------------------------------------------------ frees */
+
+static CUresult freed(CUresult rc, uint64_t key) {
+  if (rc == GS_CUDA_SUCCESS) gs_mem_unreserve(gs_mem_untrack(key));
+  return rc;
+}
+
+GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { return freed(REAL(cuMemFree_v2, (p)), p); }
+GS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 p) { return freed(REAL(cuMemFree, (p)), p); }
+GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  return freed(REAL(cuMemFreeAsync, (p, s)), p);
+}
+GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
+  return freed(REAL(cuMemFreeAsync_ptsz, (p, s)), p);
+}
+GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
+  return freed(REAL(cuMemRelease, (h)), h);
+}
+GS_EXPORT CUresult cuArrayDestroy(CUarray a) {
+  return freed(REAL(cuArrayDestroy, (a)), (uint64_t)(uintptr_t)a);
+}
+GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
+  return freed(REAL(cuMipmappedArrayDestroy, (a)), (uint64_t)(uintptr_t)a);
+}
+
+/* ------------------------------------------------------------------ the table */
+
+CUresult cuGetProcAddress(const char *, void **, int, uint64_t);
+CUresult cuGetProcAddress_v2(const char *, void **, int, uint64_t, int *);
+
+#define ROW_WORK(base, name, shape) {#base, #name, (void *)name, NULL},
+#define ROW_OWN(base, name) {#base, #name, (void *)name, NULL},
+struct gs_cuda_fn gs_cuda_fns[] = {WORK(ROW_WORK) OWN(ROW_OWN)};
+const size_t gs_cuda_fns_count = FN_COUNT;
+_Static_assert(sizeof gs_cuda_fns / sizeof gs_cuda_fns[0] == FN_COUNT, "one row per wrapper");

@@ -1,0 +1,270 @@
+/*
+ * The CUDA driver's entry (SPEC §10): every way a process reaches a driver function reaches this
+ * library's wrapper for it (cuda_wrappers.c).
+ *
+ *   A program linked with libcuda calls the exported names: preloaded, this library defines them
+ *   first.
+ *   dlopen("libcuda.so.1") and dlsym on that handle (how the CUDA runtime finds cuGetProcAddress):
+ *   a look-up on a handle never sees LD_PRELOAD objects, so this library answers dlsym too.
+ *   cuGetProcAddress(name, version, flags) (how the runtime finds every other function): the real
+ *   driver picks the variant (cuMemAlloc@3020 is cuMemAlloc_v2, the per-thread flag picks _ptsz),
+ *   and this library hands back its wrapper for the variant picked, by the real pointer.
+ *
+ * The real driver and NVML are opened here with libc's dlopen and looked up with libc's dlsym on
+ * their handles, which never finds this library's wrappers.
+ */
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+
+#include "gpushare.h"
+
+typedef int CUresult;
+typedef void *(*dlsym_fn)(void *, const char *);
+
+/* The dlsym path runs before a sanitizer's runtime is up (AddressSanitizer finds its interceptors'
+ * targets with dlsym(RTLD_NEXT), which is this library's): no instrumentation there. */
+#define GS_EARLY __attribute__((no_sanitize_address))
+
+/* libc's dlsym (named for dlsym's assembly below) */
+__attribute__((visibility("hidden"))) _Atomic(dlsym_fn) gs_libc_dlsym;
+
+GS_EARLY void *gs_real_dlsym(void *handle, const char *name) {
+  dlsym_fn f = atomic_load_explicit(&gs_libc_dlsym, memory_order_acquire);
+  if (GS_UNLIKELY(!f)) {
+    /* libc's, the one after this library; dlvsym because dlsym itself would be this library's.
+     * GLIBC_2.34 since dlsym moved into libc; earlier, 2.2.5 (x86-64) or 2.17 (aarch64). */
+    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+    for (size_t i = 0; !f && i < sizeof versions / sizeof versions[0]; i++) {
+      f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    }
+    if (!f) return NULL;
+    atomic_store_explicit(&gs_libc_dlsym, f, memory_order_release);
+  }
+  return name ? f(handle, name) : NULL;
+}
+
+/* ------------------------------------------------------------------ the real libraries */
+
+struct lib {
+  const char *soname;
+  const char *prefix; /* of a loaded object's file name: the same library under another name */
+  _Atomic(void *) handle;
+  _Atomic int missing;
+};
+
+static struct lib cuda = {"libcuda.so.1", "libcuda.so", NULL, 0};
+static struct lib nvml = {"libnvidia-ml.so.1", "libnvidia-ml.so", NULL, 0};
+
+static void *lib_open(struct lib *l) {
+  void *h = atomic_load_explicit(&l->handle, memory_order_acquire);
+  if (GS_LIKELY(h != NULL) || atomic_load_explicit(&l->missing, memory_order_relaxed)) return h;
+  /* no lock: two threads opening it at once get the same object; one reference is given back */
+  h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    atomic_store(&l->missing, 1);
+    return NULL;
+  }
+  void *first = NULL;
+  if (!atomic_compare_exchange_strong(&l->handle, &first, h)) {
+    dlclose(h);
+    h = first;
+  }
+  return h;
+}
+
+void *gs_real_cuda(const char *name) {
+  void *h = lib_open(&cuda);
+  return h ? gs_real_dlsym(h, name) : NULL;
+}
+
+void *gs_real_nvml(const char *name) {
+  void *h = lib_open(&nvml);
+  return h ? gs_real_dlsym(h, name) : NULL;
+}
+
+/* Whether a dlopen handle is that library's (opened under any name or path). */
+GS_EARLY static int is_lib(void *handle, struct lib *l) {
+  if (handle == atomic_load_explicit(&l->handle, memory_order_relaxed)) return 1;
+  struct link_map *m = NULL;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &m) != 0 || !m || !m->l_name) return 0;
+  const char *file = strrchr(m->l_name, '/');
+  file = file ? file + 1 : m->l_name;
+  return strncmp(file, l->prefix, strlen(l->prefix)) == 0;
+}
+
+/* ------------------------------------------------------------------ the table's look-ups */
+
+void *gs_cuda_resolve(struct gs_cuda_fn *fn) {
+  void *p = gs_real_cuda(fn->name);
+  if (p) atomic_store_explicit(&fn->real, p, memory_order_release);
+  return p;
+}
+
+void *gs_cuda_wrapper(const char *name) {
+  for (size_t i = 0; i < gs_cuda_fns_count; i++) {
+    if (strcmp(gs_cuda_fns[i].name, name) == 0) return gs_cuda_fns[i].wrapper;
+  }
+  return NULL;
+}
+
+/* The wrapper standing for the variant the driver chose for `symbol`, or the driver's own pointer
+ * when this library wraps no such variant. */
+static void *wrapped(const char *symbol, void *real, int version, uint64_t flags) {
+  int wraps_name = 0;
+  for (size_t i = 0; i < gs_cuda_fns_count; i++) {
+    struct gs_cuda_fn *fn = &gs_cuda_fns[i];
+    if (strcmp(fn->base, symbol) != 0 && strcmp(fn->name, symbol) != 0) continue;
+    wraps_name = 1;
+    void *p = atomic_load_explicit(&fn->real, memory_order_acquire);
+    if (!p) p = gs_cuda_resolve(fn);
+    if (p == real) return fn->wrapper;
+  }
+  if (wraps_name) {
+    gs_debug("cuGetProcAddress(%s, %d, %llu) gave a variant this library does not wrap: its calls "
+             "pass unwatched", symbol, version, (unsigned long long)flags);
+  }
+  return real;
+}
+
+typedef CUresult (*proc_address_fn)(const char *, void **, int, uint64_t);
+typedef CUresult (*proc_address_v2_fn)(const char *, void **, int, uint64_t, int *);
+
+static _Atomic(void *) real_proc_address, real_proc_address_v2;
+
+static void *cached(_Atomic(void *) *slot, const char *name) {
+  void *p = atomic_load_explicit(slot, memory_order_acquire);
+  if (!p && (p = gs_real_cuda(name)) != NULL) atomic_store_explicit(slot, p, memory_order_release);
+  return p;
+}
+
+/* CUDA 11.3's: `flags` picks the per-thread default stream's variants (_ptds, _ptsz). */
+GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                    uint64_t flags) {
+  proc_address_fn real = (proc_address_fn)cached(&real_proc_address, "cuGetProcAddress");
+  if (!real) return GS_CUDA_ERROR_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, cudaVersion, flags);
+  if (rc == GS_CUDA_SUCCESS && symbol && pfn && *pfn) {
+    *pfn = wrapped(symbol, *pfn, cudaVersion, flags);
+  }
+  return rc;
+}
+
+/* CUDA 12's, what cuda.h calls cuGetProcAddress; symbolStatus: CUdriverProcAddressQueryResult. */
+GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                       uint64_t flags, int *symbolStatus) {
+  proc_address_v2_fn real =
+      (proc_address_v2_fn)cached(&real_proc_address_v2, "cuGetProcAddress_v2");
+  if (!real) return GS_CUDA_ERROR_NOT_FOUND;
+  CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
+  if (rc == GS_CUDA_SUCCESS && symbol && pfn && *pfn) {
+    *pfn = wrapped(symbol, *pfn, cudaVersion, flags);
+  }
+  return rc;
+}
+
+/* ------------------------------------------------------------------ dlsym */
+
+/* dlsym on a handle: libc's answer, or this library's wrapper when the handle is the driver's or
+ * NVML's. Reached from dlsym below by a jump, never a call. */
+GS_EARLY __attribute__((visibility("hidden"), used)) void *gs_dlsym_handle(void *handle,
+                                                                           const char *name) {
+  void *p = gs_real_dlsym(handle, name);
+  if (p) {
+    void *w = is_lib(handle, &cuda)   ? gs_cuda_wrapper(name)
+              : is_lib(handle, &nvml) ? gs_nvml_wrapper(name)
+                                      : NULL;
+    if (w) return w;
+  }
+  return p;
+}
+
+GS_EARLY __attribute__((visibility("hidden"), used)) dlsym_fn gs_libc_dlsym_resolve(void) {
+  gs_real_dlsym(NULL, NULL); /* resolves, looks nothing up */
+  return atomic_load(&gs_libc_dlsym);
+}
+
+/*
+ * dlsym itself. RTLD_NEXT means "after the object that called dlsym" and RTLD_DEFAULT searches
+ * the caller's scope: libc's dlsym finds the caller by its return address, so for those two it is
+ * entered by a jump, with the caller's return address still in place (a call from C would make
+ * this library the caller: RTLD_NEXT would skip everything before it, wrappers included). Any
+ * other handle goes to gs_dlsym_handle, by a jump as well.
+ */
+#if defined(__x86_64__)
+#ifdef __CET__
+#define GS_LANDING "endbr64\n"
+#else
+#define GS_LANDING ""
+#endif
+__asm__(".pushsection .text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        ".p2align 4\n"
+        "dlsym:\n" GS_LANDING
+        "  cmpq $-1, %rdi\n" /* RTLD_NEXT */
+        "  je 1f\n"
+        "  testq %rdi, %rdi\n" /* RTLD_DEFAULT */
+        "  jne gs_dlsym_handle\n"
+        "1:\n"
+        "  movq gs_libc_dlsym(%rip), %rax\n"
+        "  testq %rax, %rax\n"
+        "  jz 2f\n"
+        "  jmp *%rax\n"
+        "2:\n" /* first use: find libc's, keeping the arguments and the stack's alignment */
+        "  pushq %rdi\n"
+        "  pushq %rsi\n"
+        "  subq $8, %rsp\n"
+        "  call gs_libc_dlsym_resolve\n"
+        "  addq $8, %rsp\n"
+        "  popq %rsi\n"
+        "  popq %rdi\n"
+        "  testq %rax, %rax\n"
+        "  jz 3f\n"
+        "  jmp *%rax\n"
+        "3:\n"
+        "  ret\n"
+        ".size dlsym, .-dlsym\n"
+        ".popsection\n");
+#elif defined(__aarch64__)
+#ifdef __ARM_FEATURE_BTI_DEFAULT
+#define GS_LANDING "bti c\n"
+#else
+#define GS_LANDING ""
+#endif
+__asm__(".pushsection .text\n"
+        ".globl dlsym\n"
+        ".type dlsym, %function\n"
+        ".p2align 4\n"
+        "dlsym:\n" GS_LANDING
+        "  cmn x0, #1\n" /* RTLD_NEXT */
+        "  b.eq 1f\n"
+        "  cbz x0, 1f\n" /* RTLD_DEFAULT */
+        "  b gs_dlsym_handle\n"
+        "1:\n"
+        "  adrp x16, gs_libc_dlsym\n"
+        "  ldr x16, [x16, #:lo12:gs_libc_dlsym]\n"
+        "  cbz x16, 2f\n"
+        "  br x16\n"
+        "2:\n" /* first use: find libc's, keeping the arguments and the link register */
+        "  stp x29, x30, [sp, #-32]!\n"
+        "  mov x29, sp\n"
+        "  stp x0, x1, [sp, #16]\n"
+        "  bl gs_libc_dlsym_resolve\n"
+        "  mov x16, x0\n"
+        "  ldp x0, x1, [sp, #16]\n"
+        "  ldp x29, x30, [sp], #32\n"
+        "  cbz x16, 3f\n"
+        "  br x16\n"
+        "3:\n"
+        "  mov x0, #0\n"
+        "  ret\n"
+        ".size dlsym, .-dlsym\n"
+        ".popsection\n");
+#else
+/* Elsewhere from C: RTLD_NEXT and RTLD_DEFAULT then search from this library's place. */
+GS_EXPORT GS_EARLY void *dlsym(void *restrict handle, const char *restrict name) {
+  if (handle == RTLD_NEXT || handle == RTLD_DEFAULT) return gs_real_dlsym(handle, name);
+  return gs_dlsym_handle(handle, name);
+}
+#endif

@@ -1,0 +1,223 @@
+/*
+ * libgpushare.so: the pod side of gpushare (SPEC §10), loaded into a pod's processes with
+ * LD_PRELOAD. The Java member is the only decider; this library asks (demand, release) and obeys
+ * (the pod's state as the data plane reports it).
+ *
+ * One file per concern:
+ *   config.c   everything read from the environment, parsed once at load time
+ *   json.c     the few fields of a PodView this library reads
+ *   client.c   the data-plane client: HTTP/1.1 over TCP (or a Unix socket), bearer token
+ *   state.c    the pod's state word (the gate), demand and waiting, the watch thread, the signal
+ *              contract, the release when the pod's last GPU process exits
+ *   driver.c   the CUDA driver's entry: symbols, dlsym look-ups in libcuda and cuGetProcAddress;
+ *              one table from (name, version, flags) to the wrapper and the real pointer
+ *   cuda_wrappers.c  that table's rows and the wrappers: gate, forward, account
+ *   memory.c   the pod-wide memory count (a small shared file), allocation and free wrappers'
+ *              accounting, the process registry used for the release
+ *   nvml.c     the NVML view: only the granted GPU, utilisation relative to the core limit
+ *
+ * Every message starts with "gpushare: " except SPEC §4's exact waiting line.
+ */
+#ifndef GPUSHARE_H
+#define GPUSHARE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GS_EXPORT __attribute__((visibility("default")))
+#define GS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* CUresult values this library returns itself (cuda.h) */
+#define GS_CUDA_SUCCESS 0
+#define GS_CUDA_ERROR_OUT_OF_MEMORY 2
+#define GS_CUDA_ERROR_NOT_INITIALIZED 3
+#define GS_CUDA_ERROR_NO_DEVICE 100
+#define GS_CUDA_ERROR_NOT_FOUND 500
+
+/* nvmlReturn_t values (nvml.h) */
+#define GS_NVML_SUCCESS 0
+#define GS_NVML_ERROR_INVALID_ARGUMENT 2
+#define GS_NVML_ERROR_NOT_FOUND 6
+
+/* ------------------------------------------------------------------ config.c */
+
+enum gs_on_error { GS_ON_ERROR_WAIT = 0, GS_ON_ERROR_FAIL = 1 };
+
+struct gs_config {
+  /* 0: the library is inert (no GPUSHARE_SERVER: not a sharing pod); every call passes through */
+  int active;
+  /* non-empty when a setting is malformed: the whole stderr line, printed once at first use */
+  char error[512];
+  char server[256];    /* as given: http://host:port or unix:/path */
+  char host[128];      /* for TCP */
+  char port[16];       /* for TCP */
+  char unix_path[108]; /* for a Unix socket; empty for TCP */
+  char ns[254];
+  char name[254];
+  char token_file[512];  /* empty: no Authorization header */
+  long wait_interval_ms; /* GPUSHARE_WAIT_INTERVAL, default 10s */
+  long grace_ms;         /* GPUSHARE_GRACE, default 30s (gpushare run --grace) */
+  enum gs_on_error on_error;  /* GPUSHARE_ON_ERROR=wait|fail, default wait */
+  char state_dir[512];   /* GPUSHARE_STATE_DIR, default /dev/shm (else /tmp): the pod's file */
+  int debug;             /* GPUSHARE_DEBUG=1: trace lines on stderr */
+};
+
+extern struct gs_config gs_cfg;
+
+/* Parses the environment into gs_cfg; called once from the library's constructor. */
+void gs_config_load(void);
+/* Parses N[ms|s|m|h] (seconds without a unit); -1 when malformed. */
+long gs_parse_duration_ms(const char *text);
+
+/* Writes one line to stderr (the "gpushare: " prefix added), async-signal-safe (one write). */
+void gs_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, raw: the line as given (SPEC §4's waiting line). */
+void gs_say_raw(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------ json.c */
+
+/* Looks up a dotted path ("state", "gpu.uuid", "limits.core", "checkpoint.phase") in a JSON
+ * object. Returns 1 when found (string copied, NUL-terminated, truncated to n-1), 0 when absent or
+ * null, -1 when the text is not valid JSON or the value has the wrong type. */
+int gs_json_string(const char *json, size_t len, const char *path, char *out, size_t n);
+int gs_json_long(const char *json, size_t len, const char *path, long long *out);
+
+/* ------------------------------------------------------------------ client.c */
+
+struct gs_response {
+  int status;      /* HTTP status */
+  char *body;      /* malloc'd, NUL-terminated; free with free() */
+  size_t len;
+};
+
+/* One request to the data plane, with the bearer token read from gs_cfg.token_file at each call.
+ * Returns 0 when an HTTP answer came (any status), -1 on a transport failure (err says what). */
+int gs_http(const char *method, const char *path, long timeout_ms, struct gs_response *out,
+            char *err, size_t errlen);
+
+/* The watch stream (Server-Sent Events). Open: 0 and the status in *status (200 = streaming),
+ * -1 on transport failure. Next: 1 with one event's data in buf, 0 at the end of the stream,
+ * -1 on failure or when nothing (not even a heartbeat) came for idle_ms. */
+struct gs_stream;
+int gs_watch_open(const char *path, struct gs_stream **out, int *status, char *err, size_t errlen);
+int gs_watch_next(struct gs_stream *s, char **data, size_t *len, long idle_ms);
+void gs_watch_close(struct gs_stream *s);
+
+/* The same DELETE/POST with only async-signal-safe calls (socket, connect, send, recv, open,
+ * read) to the address a previous request reached: for a signal handler. 0 when sent. */
+int gs_http_signal_safe(const char *method, const char *path);
+
+/* ------------------------------------------------------------------ state.c */
+
+/* "/v1/namespaces/NS/pods/NAME" + suffix */
+void gs_pod_path(char *out, size_t n, const char *suffix);
+
+/* The state word: 0 while this process's CUDA calls go on (the pod is Running on the GPU this
+ * process uses, or the library is inert); anything else sends the call to gs_gate_slow(). The
+ * watch thread keeps it current. The hot path is gs_gate() and nothing else. */
+extern _Atomic int gs_gate_word;
+
+/* The slow path: raises demand, waits (printing the waiting line) until the pod is Running on
+ * this process's GPU with its state restored. Returns 0 to go on, or the CUresult to fail with
+ * (CUDA_ERROR_NO_DEVICE when configured to fail, or the setting is malformed). */
+int gs_gate_slow(void);
+
+static inline int gs_gate(void) {
+  if (GS_LIKELY(atomic_load_explicit(&gs_gate_word, memory_order_acquire) == 0)) return 0;
+  return gs_gate_slow();
+}
+
+/* cuInit's entry: the first GPU use. Raises demand (share-pool) or finds the pinned GPU (static),
+ * waits for the grant, then sets CUDA_VISIBLE_DEVICES to the granted GPU's UUID, all before the
+ * real cuInit. Returns 0 to call the real cuInit, or the CUresult to fail with. */
+int gs_before_cuinit(void);
+/* After the real cuInit succeeded: the memory limit is computed from the granted device. */
+void gs_after_cuinit(void);
+
+/* What this process was granted; valid once gs_grant_known() is 1. */
+struct gs_grant {
+  int index;          /* the GPU's real index on the node */
+  char uuid[96];      /* GPU-… */
+  int core_limit;     /* percent, 1..100 */
+  int memory_limit;   /* percent, 1..100 */
+  int is_static;      /* pinned (static pod) */
+};
+int gs_grant_known(void);
+const struct gs_grant *gs_grant_get(void);
+/* For NVML in a process that made no CUDA call: fetch the pod's view once, without demand.
+ * Returns 1 when the pod holds a GPU (grant filled), 0 when not, -1 when the library is inert. */
+int gs_grant_lookup(void);
+
+/* ------------------------------------------------------------------ signals.c */
+
+/* The pod left Running under this process without its GPU state held: SIGUSR1 now, SIGTERM
+ * GPUSHARE_GRACE later, SIGKILL as long again (gpushare run's contract), each line on stderr. */
+void gs_contract_begin(const char *why);
+/* Set once this process has left the pod (exit, a deadly signal): its own release is not a
+ * preemption, and the watch no longer acts on what follows. */
+extern _Atomic int gs_left_pod;
+void gs_contract_after_fork(void);
+/* Once this process uses the GPU: SIGTERM, SIGINT and SIGHUP left at their default release the
+ * share (when this is the pod's last GPU process) before they end the process. */
+void gs_release_install(void);
+/* At exit: deregisters; the last GPU process of the pod releases the share. Idempotent. */
+void gs_release_at_exit(void);
+
+/* ------------------------------------------------------------------ memory.c */
+
+/* Opens (creating) the pod's shared file and registers this process; idempotent; 0 or -1. */
+int gs_pod_open(void);
+/* Marks this process as one that uses the GPU (it passed a grant). */
+void gs_pod_mark_user(void);
+/* Deregisters this process; returns 1 when no other live process of the pod uses the GPU (this
+ * was the last one: the caller releases the share), 0 otherwise. Async-signal-safe. */
+int gs_pod_leave(void);
+/* After fork, in the child: a new registration with nothing allocated. */
+void gs_pod_after_fork(void);
+
+/* The pod's limit in bytes: ⌊memory_limit % × the GPU's memory⌋; 0 = not known yet (no limit). */
+void gs_mem_set_limit(uint64_t bytes);
+uint64_t gs_mem_limit(void);
+/* Counts bytes for the pod: 0, or GS_CUDA_ERROR_OUT_OF_MEMORY when the pod would go over. */
+int gs_mem_reserve(uint64_t bytes);
+void gs_mem_unreserve(uint64_t bytes);
+/* Remembers (and forgets) what an allocation's address took, for its free. */
+void gs_mem_track(uint64_t address, uint64_t bytes);
+uint64_t gs_mem_untrack(uint64_t address); /* 0 when unknown */
+/* What the pod uses now, all its live processes together. */
+uint64_t gs_mem_used(void);
+
+/* ------------------------------------------------------------------ driver.c */
+
+/* The real driver's symbol (libcuda.so.1 opened by the library, looked up with libc's dlsym on
+ * that handle, so never this library's own wrapper); NULL when absent. */
+void *gs_real_cuda(const char *name);
+/* The same for libnvidia-ml.so.1. */
+void *gs_real_nvml(const char *name);
+/* libc's dlsym, not this library's. */
+void *gs_real_dlsym(void *handle, const char *name);
+/* This library's wrapper for a symbol of the driver or of NVML, or NULL (driver.c and nvml.c). */
+void *gs_cuda_wrapper(const char *name);
+void *gs_nvml_wrapper(const char *name);
+
+/* The driver's table: one row per exported variant this library wraps (the rows and wrappers are
+ * in cuda_wrappers.c, the look-ups in driver.c). base is the name the runtime gives
+ * cuGetProcAddress, name the exported variant the driver picks for a version and flags
+ * (cuMemAlloc -> cuMemAlloc_v2, cuLaunchKernel -> cuLaunchKernel_ptsz): this library hands back
+ * the wrapper whose real variant is the pointer the driver chose, so the choice stays the driver's. */
+struct gs_cuda_fn {
+  const char *base;
+  const char *name;
+  void *wrapper;
+  _Atomic(void *) real; /* the real variant, resolved on first use */
+};
+extern struct gs_cuda_fn gs_cuda_fns[];
+extern const size_t gs_cuda_fns_count;
+/* Resolves (and caches) a row's real variant; NULL when the driver has none. */
+void *gs_cuda_resolve(struct gs_cuda_fn *fn);
+
+#endif

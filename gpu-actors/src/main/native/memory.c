@@ -1,0 +1,353 @@
+/*
+ * The pod-wide memory count and the process registry (SPEC §10).
+ *
+ * The pod's processes share one small file, <GPUSHARE_STATE_DIR>/gpushare-<ns>_<name>.pod, mapped
+ * into each: a header with the pod's total and one slot per process with what that process holds.
+ * The limit is checked on the total alone, with a compare-and-swap, so two processes never pass it
+ * together and nothing locks on the allocation path.
+ *
+ * A slot's owner holds a POSIX record lock on the slot's byte of the file. The kernel drops it when
+ * the process ends however it ends (SIGKILL included), so "is the owner alive" is "is the byte
+ * locked", which holds across a pod's containers even where they do not share a pid namespace (a
+ * pid there would name another process or none). Every change of a slot's owner happens with that
+ * lock held. The lock is per process, so a forked child has none and takes a slot of its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpushare.h"
+
+#define POD_STAMP ((uint64_t)0x67737064 << 32 | 1) /* "gspd", layout version 1 */
+#define POD_SLOTS 128
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2 && ATOMIC_INT_LOCK_FREE == 2,
+               "the shared counts need lock-free atomics");
+
+struct pod_slot {
+  _Atomic int pid;      /* 0: free; otherwise the owner's pid, for a reader of the file */
+  _Atomic int gpu_user; /* the owner passed a grant */
+  _Atomic uint64_t used;
+};
+
+struct pod_file {
+  _Atomic uint64_t stamp; /* POD_STAMP, set by the first process */
+  _Atomic uint64_t total; /* the slots' used added up: the one word the limit is checked on */
+  struct pod_slot slot[POD_SLOTS];
+};
+
+static struct pod_file local_pod; /* the count when the shared file cannot be had */
+/* NULL until opened; &local_pod for a per-process count. Atomic: read by any thread, even in a
+ * signal handler, while the first user opens it. */
+static struct pod_file *_Atomic pod;
+static int pod_fd = -1;
+static _Atomic int opened;
+static _Atomic int me = -1; /* this process's slot */
+static pthread_mutex_t pod_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t limit;
+
+/* ------------------------------------------------------------------ the shared file */
+
+static int slot_lock(int i, short type, int cmd) {
+  struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_len = 1,
+                     .l_start = (off_t)(offsetof(struct pod_file, slot) +
+                                        (size_t)i * sizeof(struct pod_slot))};
+  if (fcntl(pod_fd, cmd, &fl) != 0) return -1;
+  return cmd == F_GETLK && fl.l_type != F_UNLCK;
+}
+
+/* Whether another process owns slot i (async-signal-safe). When the lock cannot be asked about,
+ * it is taken as owned: a share is never released on a guess. */
+static int owned_elsewhere(int i) {
+  int r = slot_lock(i, F_WRLCK, F_GETLK);
+  return r != 0;
+}
+
+/* Gives the pod back what slot i's (gone) owner held. */
+static void empty_slot(int i) {
+  struct pod_slot *s = &pod->slot[i];
+  uint64_t u = atomic_exchange(&s->used, 0);
+  if (u) atomic_fetch_sub(&pod->total, u);
+  atomic_store(&s->gpu_user, 0);
+}
+
+static void go_local(const char *why) {
+  static int said;
+  if (!said++) {
+    gs_say("%s; memory is counted per process, so the pod's processes together may use more than "
+           "its limit: set GPUSHARE_STATE_DIR to a folder every container of the pod shares and "
+           "can write", why);
+  }
+  pod = &local_pod;
+}
+
+/* Under pod_mu. */
+static void open_pod(void) {
+  const char *dir = gs_cfg.state_dir[0] ? gs_cfg.state_dir : "/dev/shm";
+  char path[sizeof gs_cfg.state_dir + sizeof gs_cfg.ns + sizeof gs_cfg.name + 32];
+  char why[sizeof path + 160];
+  snprintf(path, sizeof path, "%s/gpushare-%s_%s.pod", dir, gs_cfg.ns, gs_cfg.name);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 ||
+      (st.st_size < (off_t)sizeof(struct pod_file) &&
+       ftruncate(fd, (off_t)sizeof(struct pod_file)) != 0)) {
+    snprintf(why, sizeof why, "cannot open the pod's memory count %s (%s)", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    go_local(why);
+    return;
+  }
+  void *m = mmap(NULL, sizeof(struct pod_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    snprintf(why, sizeof why, "cannot map the pod's memory count %s (%s)", path, strerror(errno));
+    close(fd);
+    go_local(why);
+    return;
+  }
+  struct pod_file *p = m;
+  uint64_t stamp = 0;
+  if (!atomic_compare_exchange_strong(&p->stamp, &stamp, POD_STAMP) && stamp != POD_STAMP) {
+    snprintf(why, sizeof why, "the pod's memory count %s was written by another version of "
+             "gpushare", path);
+    munmap(m, sizeof(struct pod_file));
+    close(fd);
+    go_local(why);
+    return;
+  }
+  pod_fd = fd;
+  pod = p;
+}
+
+/* Under pod_mu: a free slot, or one whose owner is gone (its count given back first). */
+static int claim(void) {
+  if (pod == &local_pod) {
+    atomic_store(&local_pod.slot[0].pid, (int)getpid());
+    return 0;
+  }
+  for (int i = 0; i < POD_SLOTS; i++) {
+    if (slot_lock(i, F_WRLCK, F_SETLK) != 0) continue; /* another process owns it */
+    if (atomic_load(&pod->slot[i].pid) != 0) empty_slot(i);
+    atomic_store(&pod->slot[i].pid, (int)getpid());
+    return i;
+  }
+  return -1;
+}
+
+int gs_pod_open(void) {
+  if (!gs_cfg.active) return -1;
+  if (!atomic_load_explicit(&opened, memory_order_acquire)) {
+    pthread_mutex_lock(&pod_mu);
+    if (!atomic_load(&opened)) {
+      open_pod();
+      atomic_store_explicit(&opened, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&pod_mu);
+  }
+  return pod == &local_pod ? -1 : 0;
+}
+
+/* This process's slot, registering it on first use (after a fork too). */
+static struct pod_slot *my_slot(void) {
+  int i = atomic_load_explicit(&me, memory_order_acquire);
+  if (GS_LIKELY(i >= 0)) return &pod->slot[i];
+  gs_pod_open();
+  pthread_mutex_lock(&pod_mu);
+  i = atomic_load(&me);
+  if (i < 0) {
+    i = claim();
+    if (i < 0) {
+      go_local("the pod's memory count has no free slot (more than 128 processes)");
+      i = claim();
+    }
+    atomic_store_explicit(&me, i, memory_order_release);
+  }
+  pthread_mutex_unlock(&pod_mu);
+  return &pod->slot[i];
+}
+
+void gs_pod_mark_user(void) {
+  if (gs_cfg.active) atomic_store(&my_slot()->gpu_user, 1);
+}
+
+int gs_pod_leave(void) {
+  if (!gs_cfg.active) return 0;
+  struct pod_file *p = pod;
+  if (!p) return 1; /* never registered: no other process is known */
+  int i = atomic_exchange(&me, -1);
+  /* a child forked without gs_pod_after_fork still names its parent's slot: not its own */
+  if (i >= 0 && atomic_load(&p->slot[i].pid) != (int)getpid()) i = -1;
+  if (i >= 0) {
+    empty_slot(i);
+    atomic_store(&p->slot[i].pid, 0);
+    if (p != &local_pod) slot_lock(i, F_UNLCK, F_SETLK);
+  }
+  if (p == &local_pod) return 1; /* counted per process: each acts as the pod's only one */
+  for (int j = 0; j < POD_SLOTS; j++) {
+    if (j == i || !atomic_load(&p->slot[j].pid) || !atomic_load(&p->slot[j].gpu_user)) continue;
+    if (owned_elsewhere(j)) return 0;
+  }
+  return 1;
+}
+
+/* ------------------------------------------------------------------ the count */
+
+void gs_mem_set_limit(uint64_t bytes) { atomic_store(&limit, bytes); }
+uint64_t gs_mem_limit(void) { return atomic_load_explicit(&limit, memory_order_relaxed); }
+
+uint64_t gs_mem_used(void) {
+  if (!gs_cfg.active || !pod) return 0;
+  return atomic_load(&pod->total);
+}
+
+static int add_within(uint64_t bytes, uint64_t lim) {
+  uint64_t t = atomic_load(&pod->total);
+  do {
+    if (bytes > UINT64_MAX - t || (lim && (t > lim || bytes > lim - t))) return 0;
+  } while (!atomic_compare_exchange_weak(&pod->total, &t, t + bytes));
+  return 1;
+}
+
+/* Gives back the counts of the pod's processes that ended without leaving (SIGKILL, a crash). */
+static void reclaim_dead(void) {
+  if (pod == &local_pod) return;
+  pthread_mutex_lock(&pod_mu); /* the record locks are per process: one thread at a time here */
+  int mine = atomic_load(&me);
+  for (int i = 0; i < POD_SLOTS; i++) {
+    if (i == mine || !atomic_load(&pod->slot[i].pid)) continue;
+    if (slot_lock(i, F_WRLCK, F_SETLK) != 0) continue; /* its owner lives */
+    empty_slot(i);
+    atomic_store(&pod->slot[i].pid, 0);
+    slot_lock(i, F_UNLCK, F_SETLK);
+  }
+  pthread_mutex_unlock(&pod_mu);
+}
+
+int gs_mem_reserve(uint64_t bytes) {
+  if (!gs_cfg.active || bytes == 0) return 0;
+  struct pod_slot *s = my_slot();
+  uint64_t lim = gs_mem_limit();
+  if (!add_within(bytes, lim)) {
+    reclaim_dead();
+    if (!add_within(bytes, lim)) return GS_CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  /* after the total: a process killed in between leaves the pod over-counted, never under */
+  atomic_fetch_add(&s->used, bytes);
+  return 0;
+}
+
+void gs_mem_unreserve(uint64_t bytes) {
+  int i = atomic_load_explicit(&me, memory_order_acquire);
+  if (!gs_cfg.active || bytes == 0 || i < 0) return;
+  struct pod_slot *s = &pod->slot[i];
+  /* never below what this process counted (a free after gs_pod_leave, a free of the unknown) */
+  uint64_t u = atomic_load(&s->used), take;
+  do {
+    take = u < bytes ? u : bytes;
+  } while (take && !atomic_compare_exchange_weak(&s->used, &u, u - take));
+  if (take) atomic_fetch_sub(&pod->total, take);
+}
+
+/* ------------------------------------------------------------------ address -> bytes */
+
+struct entry {
+  uint64_t key; /* 0: empty */
+  uint64_t bytes;
+};
+
+static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct entry *map;
+static size_t map_cap, map_len;
+static struct entry *forked_away; /* the parent's map in a child: kept reachable, never used */
+
+static size_t home(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xff51afd7ed558ccdULL;
+  key ^= key >> 33;
+  return (size_t)key & (map_cap - 1);
+}
+
+static struct entry *find(uint64_t key) {
+  for (size_t i = home(key);; i = (i + 1) & (map_cap - 1)) {
+    if (map[i].key == key || map[i].key == 0) return &map[i];
+  }
+}
+
+static int grow(void) {
+  size_t cap = map_cap ? map_cap * 2 : 256;
+  struct entry *old = map, *fresh = calloc(cap, sizeof *fresh);
+  if (!fresh) return -1;
+  size_t old_cap = map_cap;
+  map = fresh;
+  map_cap = cap;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (old[i].key) *find(old[i].key) = old[i];
+  }
+  free(old);
+  return 0;
+}
+
+void gs_mem_track(uint64_t address, uint64_t bytes) {
+  if (!gs_cfg.active || address == 0) return;
+  uint64_t replaced = 0;
+  pthread_mutex_lock(&map_mu);
+  if ((map_len + 1) * 2 <= map_cap || grow() == 0) {
+    struct entry *e = find(address);
+    if (e->key) {
+      replaced = e->bytes; /* the driver reused an address freed where this library did not see */
+    } else {
+      map_len++;
+    }
+    e->key = address;
+    e->bytes = bytes;
+  }
+  pthread_mutex_unlock(&map_mu);
+  if (replaced) gs_mem_unreserve(replaced);
+}
+
+uint64_t gs_mem_untrack(uint64_t address) {
+  if (!gs_cfg.active || address == 0) return 0;
+  uint64_t bytes = 0;
+  pthread_mutex_lock(&map_mu);
+  if (map_cap) {
+    struct entry *e = find(address);
+    if (e->key) {
+      bytes = e->bytes;
+      /* backward-shift deletion: the probe chains stay whole without tombstones */
+      size_t hole = (size_t)(e - map);
+      for (size_t j = (hole + 1) & (map_cap - 1); map[j].key; j = (j + 1) & (map_cap - 1)) {
+        size_t h = home(map[j].key);
+        if (((j - h) & (map_cap - 1)) >= ((j - hole) & (map_cap - 1))) {
+          map[hole] = map[j];
+          hole = j;
+        }
+      }
+      map[hole].key = 0;
+      map_len--;
+    }
+  }
+  pthread_mutex_unlock(&map_mu);
+  return bytes;
+}
+
+/* ------------------------------------------------------------------ fork */
+
+void gs_pod_after_fork(void) {
+  if (!gs_cfg.active) return;
+  /* another thread of the parent may have held either mutex at the fork */
+  pthread_mutex_init(&pod_mu, NULL);
+  pthread_mutex_init(&map_mu, NULL);
+  atomic_store(&me, -1); /* the next use registers the child in a slot of its own */
+  if (pod == &local_pod) memset(&local_pod, 0, sizeof local_pod);
+  if (map) { /* the parent's allocations are not the child's */
+    free(forked_away);
+    forked_away = map;
+  }
+  map = NULL;
+  map_cap = map_len = 0;
+}

@@ -1,0 +1,500 @@
+/*
+ * The pod's state as this process follows it (SPEC §4, §10): the state word every CUDA call loads,
+ * the demand at the first GPU use and the wait for the grant (with SPEC §4's waiting line), the
+ * watch thread that keeps the state word current, and the grant this process is bound to.
+ *
+ * The state word is 0 only while the pod is Running on the GPU this process's driver was started
+ * on, with its GPU state in place (not checkpointed). Anything else sends a call to the slow path,
+ * which asks (demand) and waits; the Java side decides. The process's driver is bound to one GPU:
+ * CUDA_VISIBLE_DEVICES is set to the granted GPU's UUID before the real cuInit, and a later grant
+ * on another GPU is not this process's to use (the member restores checkpointed pods on their own
+ * GPU; a pod under the signal contract is being stopped).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpushare.h"
+
+_Atomic int gs_gate_word = 1;
+
+#define RETRY_MS 2000
+#define WATCH_IDLE_MS 45000 /* the server sends a heartbeat every 15 s */
+
+enum phase { P_NEW, P_INERT, P_WAITING, P_RUNNING, P_HELD, P_STOPPING };
+
+struct view {
+  int known;
+  char state[16], policy[16], ckpt[16];
+  int has_gpu, gpu_index, core, memory;
+  char uuid[96];
+  long long position, waiting;
+  long received_ms;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv; /* a new view came (CLOCK_MONOTONIC) */
+static enum phase phase = P_NEW;
+static struct view view;
+static unsigned long view_seq; /* views seen from the watch */
+static int watching;
+static char bound_uuid[96]; /* the GPU this process's driver runs on, once cuInit went through */
+static struct gs_grant grant;
+static _Atomic int grant_known;
+static long next_line_ms = -1, last_post_ms = -100000;
+static char last_problem[64];
+static int config_said, unpinned_said;
+
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+void gs_pod_path(char *out, size_t n, const char *suffix) {
+  snprintf(out, n, "/v1/namespaces/%s/pods/%s%s", gs_cfg.ns, gs_cfg.name, suffix);
+}
+
+/* ------------------------------------------------------------------ reading answers */
+
+static int parse_view(const char *body, size_t len, struct view *v) {
+  struct view x;
+  memset(&x, 0, sizeof x);
+  long long n = 0;
+  if (gs_json_string(body, len, "state", x.state, sizeof x.state) != 1) return -1;
+  if (gs_json_string(body, len, "policy", x.policy, sizeof x.policy) < 0) return -1;
+  if (gs_json_string(body, len, "checkpoint.phase", x.ckpt, sizeof x.ckpt) < 0) return -1;
+  int has_uuid = gs_json_string(body, len, "gpu.uuid", x.uuid, sizeof x.uuid);
+  int has_index = gs_json_long(body, len, "gpu.index", &n);
+  if (has_uuid < 0 || has_index < 0) return -1;
+  x.has_gpu = has_uuid == 1 && has_index == 1 && x.uuid[0];
+  x.gpu_index = (int)n;
+  if (gs_json_long(body, len, "limits.core", &n) < 0) return -1;
+  x.core = n > 0 && n <= 100 ? (int)n : 100;
+  n = 0;
+  if (gs_json_long(body, len, "limits.memory", &n) < 0) return -1;
+  x.memory = n > 0 && n <= 100 ? (int)n : 100;
+  if (gs_json_long(body, len, "queuePosition", &x.position) < 0) return -1;
+  if (gs_json_long(body, len, "waitingSeconds", &x.waiting) < 0) return -1;
+  x.known = 1;
+  x.received_ms = now_ms();
+  *v = x;
+  return 0;
+}
+
+/* The problem+json detail of an answer, else its start. */
+static void detail_of(const struct gs_response *r, char *out, size_t n) {
+  if (r->body && gs_json_string(r->body, r->len, "detail", out, n) == 1) return;
+  snprintf(out, n, "%.*s", (int)(r->len > 200 ? 200 : r->len), r->body ? r->body : "");
+}
+
+/* Says a problem once (until an answer comes through), with what happens next. */
+static void problem(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void problem(const char *kind, const char *fmt, ...) {
+  if (strcmp(kind, last_problem) == 0) return;
+  snprintf(last_problem, sizeof last_problem, "%s", kind);
+  char line[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  gs_say("%s; %s", line,
+         gs_cfg.on_error == GS_ON_ERROR_FAIL
+             ? "the CUDA call fails with CUDA_ERROR_NO_DEVICE (GPUSHARE_ON_ERROR=fail)"
+             : "CUDA calls wait, retrying every 2s");
+}
+
+/* One call to the data plane that must answer a PodView; 0 with *v, or -1 (said). */
+static int call(const char *method, const char *suffix, struct view *v) {
+  char path[600], err[256], detail[300];
+  gs_pod_path(path, sizeof path, suffix);
+  struct gs_response r;
+  if (gs_http(method, path, 10000, &r, err, sizeof err) < 0) {
+    problem("unreachable", "cannot reach the gpushare data plane at %s (%s): set GPUSHARE_SERVER "
+            "to the node's data-plane address", gs_cfg.server, err);
+    return -1;
+  }
+  detail_of(&r, detail, sizeof detail);
+  int rc = -1;
+  if (r.status == 401 || r.status == 403) {
+    problem("token", "the data plane at %s refused the token (HTTP %d: %s): set "
+            "GPUSHARE_TOKEN_FILE to a file holding a token it accepts (now %s)", gs_cfg.server,
+            r.status, detail, gs_cfg.token_file[0] ? gs_cfg.token_file : "unset");
+  } else if (r.status == 404) {
+    problem("unknown", "the arbiter does not know pod %s/%s (HTTP 404: %s): set GPUSHARE_POD, or "
+            "POD_NAMESPACE and POD_NAME, to this pod", gs_cfg.ns, gs_cfg.name, detail);
+  } else if (r.status < 200 || r.status > 299) {
+    problem("status", "the data plane answered %s %s with HTTP %d: %s", method, path, r.status,
+            detail);
+  } else if (parse_view(r.body, r.len, v) < 0) {
+    problem("unreadable", "cannot read the data plane's answer to %s %s (not a pod view: %.80s): "
+            "check that GPUSHARE_SERVER=%s is the gpushare data plane", method, path,
+            r.body ? r.body : "", gs_cfg.server);
+  } else {
+    last_problem[0] = '\0';
+    rc = 0;
+  }
+  free(r.body);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ the state word */
+
+static int granted_here(const struct view *v) {
+  return v->known && strcmp(v->state, "Running") == 0 && v->has_gpu && !v->ckpt[0] &&
+         (!bound_uuid[0] || strcmp(bound_uuid, v->uuid) == 0);
+}
+
+static void take_grant(const struct view *v) {
+  grant.index = v->gpu_index;
+  snprintf(grant.uuid, sizeof grant.uuid, "%s", v->uuid);
+  grant.core_limit = v->core;
+  grant.memory_limit = v->memory;
+  grant.is_static = strcmp(v->policy, "static") == 0;
+  atomic_store(&grant_known, 1);
+}
+
+/* A new view of the pod, under mu: the state word follows it, and the signal contract or the
+ * checkpoint hold begins when the pod leaves Running under this process. */
+static void follow(const struct view *v, int from_watch) {
+  view = *v;
+  if (from_watch) view_seq++;
+  pthread_cond_broadcast(&cv);
+  if (phase == P_STOPPING || atomic_load(&gs_left_pod)) return;
+  if (granted_here(v)) {
+    if (phase == P_HELD) {
+      gs_say("pod %s/%s is Running again on GPU %d (%s): its GPU state was restored; %s goes on",
+             gs_cfg.ns, gs_cfg.name, v->gpu_index, v->uuid, program_invocation_short_name);
+    }
+    if (phase == P_HELD || phase == P_RUNNING) {
+      phase = P_RUNNING;
+      atomic_store(&gs_gate_word, 0);
+    }
+    return;
+  }
+  atomic_store(&gs_gate_word, 1);
+  if (phase == P_HELD && !v->ckpt[0]) {
+    phase = P_STOPPING;
+    char why[120];
+    snprintf(why, sizeof why, "is %s and its GPU state is no longer held (the pod's Events say why)",
+             v->state);
+    gs_contract_begin(why);
+    return;
+  }
+  if (phase != P_RUNNING) return;
+  if (!bound_uuid[0]) { /* granted, but its driver never started: nothing to stop */
+    phase = P_WAITING;
+    return;
+  }
+  int left = strcmp(v->state, "Running") != 0 || !v->has_gpu || strcmp(v->uuid, bound_uuid) != 0;
+  if (v->ckpt[0]) {
+    if (left) {
+      phase = P_HELD;
+      gs_say("pod %s/%s left Running (now %s): its GPU state is checkpointed in host memory; %s "
+             "keeps running without a signal and goes on when the pod runs again", gs_cfg.ns,
+             gs_cfg.name, v->state, program_invocation_short_name);
+    }
+    return; /* still Running while the member checkpoints: the calls wait, nothing more */
+  }
+  phase = P_STOPPING;
+  char why[200];
+  if (strcmp(v->state, "Running") == 0 && v->has_gpu) {
+    snprintf(why, sizeof why, "was granted a GPU again (%s): its share changed", v->uuid);
+  } else {
+    snprintf(why, sizeof why, "left Running (now %s): its GPU share was preempted or revoked",
+             v->state);
+  }
+  gs_contract_begin(why);
+}
+
+/* ------------------------------------------------------------------ the watch thread */
+
+/* The watch's open stream, reachable from here so that a forked child can let go of it. */
+static struct gs_stream *_Atomic watch_stream;
+
+static void *watch_main(void *arg) {
+  (void)arg;
+  char path[600], err[256];
+  gs_pod_path(path, sizeof path, "/watch");
+  for (;;) {
+    struct gs_stream *s = NULL;
+    int status = 0;
+    gs_debug("opening the watch");
+    if (gs_watch_open(path, &s, &status, err, sizeof err) < 0 || status != 200) {
+      pthread_mutex_lock(&mu);
+      if (s == NULL) {
+        problem("unreachable", "cannot reach the gpushare data plane at %s (%s): set "
+                "GPUSHARE_SERVER to the node's data-plane address", gs_cfg.server, err);
+      } else if (status == 404) {
+        /* the pod is gone: nothing of it is this process's any more */
+        struct view gone = view;
+        snprintf(gone.state, sizeof gone.state, "Deleted");
+        gone.has_gpu = 0;
+        gone.ckpt[0] = '\0';
+        follow(&gone, 1);
+      }
+      pthread_mutex_unlock(&mu);
+      gs_watch_close(s);
+      usleep(RETRY_MS * 1000);
+      continue;
+    }
+    atomic_store(&watch_stream, s);
+    char *data;
+    size_t len;
+    int got;
+    while ((got = gs_watch_next(s, &data, &len, WATCH_IDLE_MS)) == 1) {
+      struct view v;
+      int ok = parse_view(data, len, &v) == 0;
+      gs_debug("watch: %s", ok ? v.state : "(unreadable)");
+      pthread_mutex_lock(&mu);
+      if (ok) {
+        last_problem[0] = '\0';
+        follow(&v, 1);
+      } else {
+        problem("unreadable", "cannot read an event of the data plane's watch (not a pod view: "
+                "%.80s): check that GPUSHARE_SERVER=%s is the gpushare data plane", data,
+                gs_cfg.server);
+      }
+      pthread_mutex_unlock(&mu);
+      free(data);
+    }
+    gs_debug("watch ended (%s); reconnecting", got == 0 ? "end of stream" : "silent or broken");
+    atomic_store(&watch_stream, NULL);
+    gs_watch_close(s);
+    usleep(got == 0 ? 200 * 1000 : RETRY_MS * 1000);
+  }
+  return NULL;
+}
+
+static void start_watch(void) {
+  if (watching) return;
+  pthread_t t;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  /* the workload's signals are for its own threads, not this one */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  watching = pthread_create(&t, &a, watch_main, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&a);
+}
+
+/* ------------------------------------------------------------------ the slow path */
+
+static void wait_ms(long ms) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += ms / 1000;
+  t.tv_nsec += (ms % 1000) * 1000000L;
+  if (t.tv_nsec >= 1000000000L) t.tv_sec++, t.tv_nsec -= 1000000000L;
+  pthread_cond_timedwait(&cv, &mu, &t);
+}
+
+/* SPEC §4's line, at once when the wait begins and every GPUSHARE_WAIT_INTERVAL. */
+static void waiting_line(void) {
+  long now = now_ms();
+  if (next_line_ms >= 0 && now < next_line_ms) return;
+  long long seconds = view.waiting + (now - view.received_ms) / 1000;
+  gs_say_raw("You have been waiting for %lld seconds. Approximate position: %lld", seconds,
+             view.position);
+  next_line_ms = now + gs_cfg.wait_interval_ms;
+}
+
+/* Under mu: 0 once the pod is Running here (the state word open), else the CUresult to fail with. */
+static int acquire(void) {
+  for (;;) {
+    if (phase == P_INERT) return 0;
+    if (gs_cfg.error[0]) {
+      if (!config_said++) {
+        gs_say("%s; CUDA calls fail with CUDA_ERROR_NO_DEVICE until it is set right",
+               gs_cfg.error);
+      }
+      return GS_CUDA_ERROR_NO_DEVICE;
+    }
+    if (phase == P_NEW) {
+      struct view v;
+      if (call("GET", "", &v) < 0) {
+        if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
+        wait_ms(RETRY_MS);
+        continue;
+      }
+      if (strcmp(v.policy, "share-pool") != 0 && strcmp(v.policy, "static") != 0) {
+        phase = P_INERT; /* a pod without a share: left entirely alone */
+        atomic_store(&gs_gate_word, 0);
+        return 0;
+      }
+      gs_pod_open();
+      phase = P_WAITING;
+      view = v;
+      if (strcmp(v.policy, "share-pool") == 0) start_watch();
+    }
+    int is_static = strcmp(view.policy, "static") == 0;
+    if (!is_static && view_seq == 0) {
+      /* Decisions follow the watch alone, one ordered stream: an answer to a request may be older
+       * than what the watch already said (or newer than what it is about to say). */
+      if (gs_cfg.on_error == GS_ON_ERROR_FAIL && last_problem[0]) return GS_CUDA_ERROR_NO_DEVICE;
+      wait_ms(RETRY_MS);
+      continue;
+    }
+    if (granted_here(&view) && phase != P_STOPPING) {
+      take_grant(&view);
+      next_line_ms = -1;
+      if (phase == P_WAITING || phase == P_HELD) phase = P_RUNNING;
+      atomic_store(&gs_gate_word, 0);
+      return 0;
+    }
+    if (!is_static && phase != P_STOPPING && strcmp(view.state, "Hibernation") == 0 &&
+        now_ms() - last_post_ms >= RETRY_MS) {
+      /* the demand: Hibernation -> Ready (or straight to Running), seen on the watch */
+      struct view v;
+      last_post_ms = now_ms();
+      gs_debug("raising demand");
+      if (call("POST", "/demand", &v) < 0) {
+        if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
+      } else if (strcmp(v.state, "Ready") == 0 && next_line_ms < 0) {
+        struct view seen = view; /* the line at once, from the answer; the watch goes on */
+        view = v;
+        waiting_line();
+        view = seen;
+      }
+      continue;
+    }
+    if (strcmp(view.state, "Ready") == 0) waiting_line();
+    if (is_static) {
+      if (!unpinned_said++) {
+        problem("unpinned", "pod %s/%s (static) is not pinned to a GPU yet (its conditions say "
+                "why)", gs_cfg.ns, gs_cfg.name);
+      }
+      if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
+      wait_ms(RETRY_MS);
+      struct view v;
+      if (call("GET", "", &v) == 0) view = v;
+      continue;
+    }
+    long wait = next_line_ms >= 0 ? next_line_ms - now_ms() : RETRY_MS;
+    wait_ms(wait < 10 ? 10 : wait > RETRY_MS ? RETRY_MS : wait);
+  }
+}
+
+static pthread_once_t loaded = PTHREAD_ONCE_INIT;
+static void load(void);
+
+int gs_gate_slow(void) {
+  pthread_once(&loaded, load);
+  if (!gs_cfg.active) {
+    atomic_store(&gs_gate_word, 0);
+    return 0;
+  }
+  pthread_mutex_lock(&mu);
+  int rc = acquire();
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+int gs_before_cuinit(void) {
+  pthread_once(&loaded, load);
+  if (!gs_cfg.active) return 0;
+  pthread_mutex_lock(&mu);
+  int rc = acquire();
+  if (rc == 0 && phase != P_INERT && !bound_uuid[0]) {
+    /* before the driver reads it: this process sees its granted GPU only */
+    setenv("CUDA_VISIBLE_DEVICES", grant.uuid, 1);
+    snprintf(bound_uuid, sizeof bound_uuid, "%s", grant.uuid);
+    gs_pod_mark_user();
+    gs_release_install();
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+void gs_after_cuinit(void) {
+  if (!gs_cfg.active || phase == P_INERT || !atomic_load(&grant_known) || gs_mem_limit()) return;
+  typedef int (*device_get_t)(int *, int);
+  typedef int (*total_mem_t)(size_t *, int);
+  device_get_t device_get = (device_get_t)gs_real_cuda("cuDeviceGet");
+  total_mem_t total_mem = (total_mem_t)gs_real_cuda("cuDeviceTotalMem_v2");
+  int dev;
+  size_t bytes;
+  if (device_get && total_mem && device_get(&dev, 0) == 0 && total_mem(&bytes, dev) == 0) {
+    gs_mem_set_limit((uint64_t)bytes / 100 * (uint64_t)grant.memory_limit +
+                     (uint64_t)bytes % 100 * (uint64_t)grant.memory_limit / 100);
+  } else {
+    gs_say("cannot read the memory of GPU %s from the driver: the pod's memory limit is not "
+           "counted in this process (the node still watches it)", grant.uuid);
+  }
+}
+
+int gs_grant_known(void) { return atomic_load(&grant_known); }
+const struct gs_grant *gs_grant_get(void) { return &grant; }
+
+int gs_grant_lookup(void) {
+  pthread_once(&loaded, load);
+  if (!gs_cfg.active || gs_cfg.error[0]) return gs_cfg.error[0] ? 0 : -1;
+  if (atomic_load(&grant_known)) return 1;
+  pthread_mutex_lock(&mu);
+  struct view v;
+  int rc = 0;
+  if (call("GET", "", &v) == 0) {
+    if (strcmp(v.policy, "share-pool") != 0 && strcmp(v.policy, "static") != 0) {
+      rc = -1;
+    } else if (strcmp(v.state, "Running") == 0 && v.has_gpu) {
+      take_grant(&v);
+      rc = 1;
+    }
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ load, fork */
+
+static void before_fork(void) { pthread_mutex_lock(&mu); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&mu); }
+static void after_fork_child(void) {
+  /* a forked child has no CUDA context and no watch thread: it starts over, as a new process of
+   * the same pod (its demand is the pod's, already raised or not) */
+  pthread_mutex_unlock(&mu);
+  pthread_cond_destroy(&cv);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (!gs_cfg.active) return;
+  struct gs_stream *parents = atomic_exchange(&watch_stream, NULL);
+  if (parents) gs_watch_close(parents); /* its thread is the parent's, not this process's */
+  watching = 0;
+  bound_uuid[0] = '\0';
+  if (phase != P_INERT) phase = P_NEW;
+  atomic_store(&gs_gate_word, 1);
+  atomic_store(&grant_known, 0);
+  gs_contract_after_fork();
+  gs_pod_after_fork();
+}
+
+static void load(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&cv, &ca);
+  pthread_condattr_destroy(&ca);
+  gs_config_load();
+  if (!gs_cfg.active) atomic_store(&gs_gate_word, 0);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* Loaded before the program's own code runs; a CUDA call from an earlier constructor loads it
+ * through pthread_once as well. */
+__attribute__((constructor)) static void gs_load(void) { pthread_once(&loaded, load); }
+
+__attribute__((destructor)) static void gs_unload(void) {
+  if (gs_cfg.active && bound_uuid[0]) gs_release_at_exit();
+}

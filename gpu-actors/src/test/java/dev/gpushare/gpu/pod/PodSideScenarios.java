@@ -1,0 +1,469 @@
+package dev.gpushare.gpu.pod;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * libgpushare.so as a pod's processes meet it (SPEC §10): real processes ({@code
+ * src/test/native/workload.c}, {@code nvml_view.c}) with the library preloaded, the fake {@code
+ * libcuda.so.1} and {@code libnvidia-ml.so.1}, and a scripted data plane ({@link DataPlaneStub}).
+ * The end-to-end tests in src-test do the same against a real server. Every scenario runs twice: on
+ * the plain library ({@link PodSideTest}) and under AddressSanitizer and UndefinedBehaviorSanitizer
+ * ({@link PodSideSanitizedTest}); a sanitizer's report fails the test when its process is closed.
+ */
+abstract class PodSideScenarios {
+  static final Duration T = Duration.ofSeconds(20);
+
+  /** What the fake GPU has: with a 50 % memory limit the pod may take 500,000,000 bytes. */
+  static final long GPU_BYTES = 1_000_000_000L;
+
+  DataPlaneStub stub;
+  StubPod a;
+
+  abstract NativeBuild build();
+
+  @BeforeEach
+  void start() {
+    stub = DataPlaneStub.start();
+    a = stub.pod("default", "a").limits(50, 50);
+  }
+
+  @AfterEach
+  void stop() {
+    stub.close();
+  }
+
+  PodProcess.Builder workload(StubPod pod, String... args) {
+    return PodProcess.builder("workload")
+        .build(build())
+        .pod(pod)
+        .waitInterval("1s")
+        .env("GPUSHARE_GRACE", "1s")
+        .env("FAKE_CUDA_VERSION", "13000")
+        .env("FAKE_CUDA_TRACE", "1")
+        .env("FAKE_CUDA_MEMORY", Long.toString(GPU_BYTES))
+        .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+        .args(args);
+  }
+
+  static String[] uuids(int n) {
+    String[] u = new String[n];
+    for (int i = 0; i < n; i++) {
+      u[i] = DataPlaneStub.uuidOf(i);
+    }
+    return u;
+  }
+
+  static int freePort() throws java.io.IOException {
+    try (java.net.ServerSocket s =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return s.getLocalPort();
+    }
+  }
+
+  static Pattern waitingLine(int position) {
+    return Pattern.compile(
+        "^You have been waiting for (\\d+) seconds\\. Approximate position: " + position + "$");
+  }
+
+  // ------------------------------------------------------------------ 1. first use is the demand
+
+  @ParameterizedTest(name = "via {0}")
+  @ValueSource(strings = {"symbol", "dlsym", "procaddress"})
+  void theFirstCudaCallRaisesDemandWaitsWithTheWaitingLineAndGoesOnWhenRunning(String via)
+      throws Exception {
+    a.onDemand(p -> p.ready(2).waiting(3L));
+    try (PodProcess p = workload(a, "--via", via, "init", "ctx", "launch", "exit:0").start()) {
+      Matcher first = p.awaitStderr(waitingLine(2), T);
+      assertEquals("3", first.group(1), "the first line at once, with the view's seconds");
+      assertEquals(1, stub.requests("POST", "/demand").size());
+      a.position(1);
+      p.awaitStderr(waitingLine(1), T); // every GPUSHARE_WAIT_INTERVAL, the position as it is now
+      assertTrue(p.stdout().isEmpty(), "cuInit waits: " + p.transcript());
+      a.running(1);
+      p.awaitStdout("init -> 0", T);
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(1), T);
+      p.awaitStdout("launch -> 0", T);
+      assertEquals(0, p.awaitExit(T));
+      stub.awaitRequest("DELETE", "/demand", T); // the pod's last GPU process released it
+    }
+  }
+
+  @Test
+  void perThreadStreamVariantsKeepTheirVariantThroughGetProcAddress() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "--via", "procaddress", "--flags", "2", "init", "ctx", "alloc:1000")
+            .args("memcpy", "launch", "streamsync", "exit:0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      p.awaitStderr(Pattern.compile("fake libcuda: cuLaunchKernel_ptsz"), T);
+      p.awaitStderr(Pattern.compile("fake libcuda: cuStreamSynchronize_ptsz"), T);
+    }
+  }
+
+  @Test
+  void aStaticPodIsRestrictedToItsPinnedGpuAndRaisesNoDemand() throws Exception {
+    a.policy("static").running(3);
+    try (PodProcess p = workload(a, "init", "count", "exit:0").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(3), T);
+      assertTrue(p.stdout().contains("count -> 0 1"), p.transcript());
+      assertTrue(stub.requests("POST", "/demand").isEmpty(), stub.requests().toString());
+    }
+  }
+
+  @Test
+  void aProcessOutsideASharingPodIsLeftAlone() throws Exception {
+    try (PodProcess p =
+        workload(a, "init", "count", "alloc:900000000", "exit:0")
+            .env("GPUSHARE_SERVER", null)
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=unset", T);
+      assertTrue(p.stdout().contains("count -> 0 4"), p.transcript());
+      assertTrue(p.stdout().contains("alloc:900000000 -> 0") || hasAlloc(p), p.transcript());
+      assertTrue(stub.requests().isEmpty());
+    }
+  }
+
+  private static boolean hasAlloc(PodProcess p) {
+    return p.stdout().stream().anyMatch(l -> l.startsWith("alloc:900000000 -> 0"));
+  }
+
+  @Test
+  void aPodWithoutAShareIsLeftAloneToo() throws Exception {
+    a.policy("none");
+    try (PodProcess p = workload(a, "init", "count", "exit:0").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=unset", T);
+      assertTrue(stub.requests("POST", "/demand").isEmpty());
+    }
+  }
+
+  // ------------------------------------------------------------------ 3. memory
+
+  @Test
+  void anAllocationOverTheLimitIsOutOfMemoryWithoutReachingTheDriver() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "alloc:600000000", "alloc:400000000", "meminfo")
+            .args("managed:200000000", "pitch:100000:900", "freeall", "meminfo", "exit:0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("alloc:600000000 -> 2"), p.transcript());
+      assertTrue(hasLine(p, "alloc:400000000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 100000000 500000000"), p.transcript());
+      assertTrue(p.stdout().contains("managed:200000000 -> 2"), p.transcript());
+      assertTrue(hasLine(p, "pitch:100000:900 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 500000000 500000000"), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("cuMemAlloc_v2\\(600000000\\)")));
+      assertEquals(0, p.countStderr(Pattern.compile("cuMemAllocManaged\\(200000000")));
+    }
+  }
+
+  private static boolean hasLine(PodProcess p, String start) {
+    return p.stdout().stream().anyMatch(l -> l.startsWith(start));
+  }
+
+  @Test
+  void thePodsMemoryIsCountedAcrossItsProcessesAndGivenBackWhenOneIsKilled() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess first = workload(a, "init", "ctx", "alloc:300000000", "hold").start()) {
+      first.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T);
+      try (PodProcess second =
+          workload(a, "init", "ctx", "alloc:300000000", "alloc:200000000", "stdin")
+              .args("alloc:300000000", "exit:0")
+              .start()) {
+        second.awaitStdout(Pattern.compile("^alloc:200000000 -> 0"), T);
+        assertTrue(second.stdout().contains("alloc:300000000 -> 2"), second.transcript());
+        first.signal("KILL");
+        first.awaitExit(T);
+        second.send("go");
+        second.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T); // the dead one's is back
+        assertEquals(0, second.awaitExit(T));
+      }
+    }
+  }
+
+  @Test
+  void aForkedChildCountsWithItsParent() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "alloc:300000000", "fork", "init", "alloc:300000000")
+            .args("alloc:100000000", "exit:0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("alloc:300000000 -> 2"), p.transcript());
+      assertTrue(hasLine(p, "alloc:100000000 -> 0"), p.transcript());
+    }
+  }
+
+  // ------------------------------------------------------------------ 5. wake on use
+
+  @Test
+  void aCheckpointedProcessRaisesDemandAtItsNextCallAndGoesOnOnceRestored() throws Exception {
+    a.grantOnDemand(2);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "alloc:1000", "launch", "stdin", "launch", "sync", "exit:0")
+            .start()) {
+      p.awaitStdout(Pattern.compile("^launch -> 0"), T);
+      stub.awaitWatchers(1, T);
+      // idle release with the state kept: the member checkpointed it, the share is free
+      a.checkpoint("held", 2, 1000).hibernate();
+      p.awaitStderr(
+          "gpushare: pod default/a left Running (now Hibernation): its GPU state is checkpointed"
+              + " in host memory; workload keeps running without a signal and goes on when the"
+              + " pod runs again",
+          T);
+      int demands = stub.requests("POST", "/demand").size();
+      a.grantOnDemand(null).onDemand(pod -> pod.ready(1));
+      p.send("next cell");
+      p.awaitStderr(waitingLine(1), T);
+      assertEquals(demands + 1, stub.requests("POST", "/demand").size());
+      a.checkpoint("restoring", 2, 1000).running(2); // granted its own GPU, restore under way
+      a.noCheckpoint();
+      p.awaitStderr(
+          "gpushare: pod default/a is Running again on GPU 2 ("
+              + DataPlaneStub.uuidOf(2)
+              + "): its GPU state was restored; workload goes on",
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(2, p.stdout().stream().filter(l -> l.startsWith("launch -> 0")).count());
+      assertEquals(0, p.countStderr(Pattern.compile("SIGUSR1")));
+    }
+  }
+
+  // ------------------------------------------------------------------ 6. release
+
+  @Test
+  void theShareIsReleasedWhenThePodsLastGpuProcessExits() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess first = workload(a, "init", "ctx", "stdin", "exit:0").start();
+        PodProcess second = workload(a, "init", "ctx", "stdin", "exit:0").start()) {
+      first.awaitStdout("ctx -> 0", T);
+      second.awaitStdout("ctx -> 0", T);
+      first.send("bye");
+      assertEquals(0, first.awaitExit(T));
+      second.send("still here");
+      assertEquals(0, second.awaitExit(T));
+      stub.awaitRequest("DELETE", "/demand", T);
+      assertEquals(1, stub.requests("DELETE", "/demand").size(), stub.requests().toString());
+    }
+  }
+
+  @Test
+  void aSigtermLeftAtItsDefaultReleasesTheShareBeforeItEndsTheProcess() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p = workload(a, "init", "ctx", "hold").start()) {
+      p.awaitStdout("ctx -> 0", T);
+      p.signal("TERM");
+      assertEquals(128 + 15, p.awaitExit(T));
+      stub.awaitRequest("DELETE", "/demand", T);
+    }
+  }
+
+  // ------------------------------------------------------------------ 7. the signal contract
+
+  @Test
+  void aPreemptedProcessGetsSigusr1ThenSigtermThenSigkillAndItsCallsWait() throws Exception {
+    a.grantOnDemand(1);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "ignore:USR1", "ignore:TERM", "stdin", "launch").start()) {
+      p.awaitStdout(Pattern.compile("^ignore:TERM -> 0"), T);
+      stub.awaitWatchers(1, T);
+      a.ready(1); // preempted by a waiting pod, and still wanting a GPU
+      p.awaitStderr(
+          Pattern.compile(
+              "^gpushare: pod default/a left Running \\(now Ready\\): its GPU share was preempted"
+                  + " or revoked: sending SIGUSR1 to workload \\(pid "
+                  + p.pid()
+                  + "\\), SIGTERM if it still runs 1s later$"),
+          T);
+      p.send("a call after the signal");
+      p.awaitStderr(waitingLine(1), T); // it waits, it does not run on the GPU it lost
+      p.awaitStderr("gpushare: workload still runs: SIGTERM", T);
+      p.awaitStderr("gpushare: workload still runs: SIGKILL", T);
+      assertEquals(128 + 9, p.awaitExit(T));
+      assertFalse(p.stdout().stream().anyMatch(l -> l.startsWith("launch")), p.transcript());
+      stub.awaitRequest("DELETE", "/demand", T); // before the SIGKILL: nobody wants the GPU now
+    }
+  }
+
+  @Test
+  void aPreemptedProcessWithSigusr1AtItsDefaultEndsAndWithdrawsTheDemand() throws Exception {
+    a.grantOnDemand(1);
+    try (PodProcess p = workload(a, "init", "ctx", "hold").start()) {
+      p.awaitStdout("ctx -> 0", T);
+      stub.awaitWatchers(1, T);
+      a.hibernate(); // revoked (idle release without a checkpoint)
+      assertEquals(128 + 10, p.awaitExit(T), p.transcript());
+      stub.awaitRequest("DELETE", "/demand", T);
+    }
+  }
+
+  // ------------------------------------------------------------------ 8. failures
+
+  @Test
+  void anUnreachableDataPlaneIsSaidOnceAndTheCallWaitsOrFailsAsConfigured() throws Exception {
+    String dead = "http://127.0.0.1:" + freePort();
+    try (PodProcess p = workload(a, "init", "exit:0").env("GPUSHARE_SERVER", dead).start()) {
+      p.awaitStderr(
+          Pattern.compile(
+              "^gpushare: cannot reach the gpushare data plane at "
+                  + Pattern.quote(dead)
+                  + " \\(connect: Connection refused\\): set GPUSHARE_SERVER to the node's"
+                  + " data-plane address; CUDA calls wait, retrying every 2s$"),
+          T);
+      assertTrue(p.isAlive());
+      assertTrue(p.stdout().isEmpty(), p.transcript());
+    }
+    try (PodProcess p =
+        workload(a, "init", "exit:0")
+            .env("GPUSHARE_SERVER", dead)
+            .env("GPUSHARE_ON_ERROR", "fail")
+            .start()) {
+      assertEquals(0, p.awaitExit(T));
+      assertTrue(p.stdout().contains("init -> 100"), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("fake libcuda: cuInit")), p.transcript());
+    }
+  }
+
+  @Test
+  void aRefusedTokenUnknownPodOrUnreadableAnswerIsSaidAndNothingRunsWithoutAGrant()
+      throws Exception {
+    stub.requireToken("right");
+    Path wrong = Files.writeString(stub.dir().resolve("wrong-token"), "wrong\n");
+    try (PodProcess p =
+        workload(a, "init", "exit:0")
+            .env("GPUSHARE_TOKEN_FILE", wrong.toString())
+            .env("GPUSHARE_ON_ERROR", "fail")
+            .start()) {
+      assertEquals(0, p.awaitExit(T));
+      p.awaitStderr(
+          Pattern.compile(
+              "^gpushare: the data plane at .* refused the token \\(HTTP 401: .*\\): set"
+                  + " GPUSHARE_TOKEN_FILE to a file holding a token it accepts \\(now "
+                  + Pattern.quote(wrong.toString())
+                  + "\\); the CUDA call fails with CUDA_ERROR_NO_DEVICE"
+                  + " \\(GPUSHARE_ON_ERROR=fail\\)$"),
+          T);
+      assertTrue(p.stdout().contains("init -> 100"), p.transcript());
+    }
+    try (PodProcess p = workload(stub.pod("default", "right"), "init", "exit:0").start()) {
+      stub.remove("default", "right");
+      p.awaitStderr(
+          Pattern.compile(
+              "^gpushare: the arbiter does not know pod default/right \\(HTTP 404: .*\\): set"
+                  + " GPUSHARE_POD, or POD_NAMESPACE and POD_NAME, to this pod; CUDA calls wait,"
+                  + " retrying every 2s$"),
+          T);
+      assertTrue(p.stdout().isEmpty());
+    }
+    stub.garbage(true);
+    try (PodProcess p = workload(a, "init", "exit:0").env("GPUSHARE_ON_ERROR", "fail").start()) {
+      assertEquals(0, p.awaitExit(T));
+      p.awaitStderr(
+          Pattern.compile("^gpushare: cannot read the data plane's answer to GET /v1/.*"), T);
+      assertTrue(p.stdout().contains("init -> 100"), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("fake libcuda: cuInit")));
+    }
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(
+      strings = {
+        "GPUSHARE_WAIT_INTERVAL=ten|GPUSHARE_WAIT_INTERVAL='ten' is not a duration",
+        "GPUSHARE_WAIT_INTERVAL=10ms|GPUSHARE_WAIT_INTERVAL='10ms' is too short",
+        "GPUSHARE_GRACE=-1|GPUSHARE_GRACE='-1' is not a duration",
+        "GPUSHARE_SERVER=ftp://node:21|GPUSHARE_SERVER='ftp://node:21' is not usable",
+        "GPUSHARE_SERVER=http://node:99999|GPUSHARE_SERVER='http://node:99999' is not usable: the"
+            + " port",
+        "GPUSHARE_POD=just-a-name|GPUSHARE_POD='just-a-name' is not NAMESPACE/NAME",
+        "GPUSHARE_POD=Default/A|pod 'Default/A' is not a Kubernetes namespace and name",
+        "GPUSHARE_ON_ERROR=maybe|GPUSHARE_ON_ERROR='maybe' is not one of: wait",
+        "GPUSHARE_TOKEN_FILE=relative/token|GPUSHARE_TOKEN_FILE='relative/token' is not usable",
+        "GPUSHARE_STATE_DIR=tmp|GPUSHARE_STATE_DIR='tmp' is not usable"
+      })
+  void aMalformedSettingIsNamedAndTheCallsFail(String setting) throws Exception {
+    String[] s = setting.split("\\|", 2);
+    String[] kv = s[0].split("=", 2);
+    try (PodProcess p = workload(a, "init", "init", "exit:0").env(kv[0], kv[1]).start()) {
+      assertEquals(0, p.awaitExit(T));
+      assertEquals(
+          1,
+          p.countStderr(
+              Pattern.compile(
+                  "^gpushare: "
+                      + Pattern.quote(s[1])
+                      + ".*; CUDA calls fail with CUDA_ERROR_NO_DEVICE until it is set right$")),
+          p.transcript());
+      assertEquals(2, p.stdout().stream().filter(l -> l.equals("init -> 100")).count());
+      assertTrue(stub.requests().isEmpty());
+    }
+  }
+
+  // ------------------------------------------------------------------ the Unix socket
+
+  @Test
+  void theDataPlaneMayBeAUnixSocket() throws Exception {
+    a.grantOnDemand(1);
+    try (PodProcess p =
+        workload(a, "init", "exit:0").env("GPUSHARE_SERVER", stub.unixSocket()).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("init -> 0"));
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(1), T);
+    }
+  }
+
+  // ------------------------------------------------------------------ 4. the NVML view
+
+  @Test
+  void nvmlShowsTheGrantedGpuOnlyWithItsRealIndexAndUtilisationRelativeToTheCoreLimit()
+      throws Exception {
+    a.limits(50, 50).running(1);
+    for (String mode : new String[] {"--dlsym", "--link"}) {
+      try (PodProcess p =
+          PodProcess.builder("nvml_view")
+              .build(build())
+              .pod(a)
+              .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+              .env("FAKE_NVML_UTIL", "1:42:17")
+              .args(mode.equals("--link") ? new String[] {"--link"} : new String[0])
+              .start()) {
+        assertEquals(0, p.awaitExit(T), p.transcript());
+        assertTrue(p.stdout().contains("count 1"), p.transcript());
+        assertTrue(
+            p.stdout().stream()
+                .anyMatch(
+                    l ->
+                        l.startsWith(
+                            "gpu index=1 uuid=" + DataPlaneStub.uuidOf(1) + " util=84 mem=17")),
+            p.transcript());
+      }
+    }
+    a.hibernate();
+    try (PodProcess p =
+        PodProcess.builder("nvml_view")
+            .build(build())
+            .pod(a)
+            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("count 0"), p.transcript());
+    }
+  }
+}
