@@ -8,6 +8,7 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -81,6 +82,7 @@ public final class PodProcess implements AutoCloseable {
     private final List<String> args = new ArrayList<>();
     private final Map<String, String> env = new LinkedHashMap<>();
     private boolean library = true;
+    private Path path;
 
     private Builder(String program) {
       this.program = program;
@@ -132,6 +134,12 @@ public final class PodProcess implements AutoCloseable {
       return env("GPUSHARE_DEBUG", "1");
     }
 
+    /** Another program than the build's (one a test compiled itself). */
+    public Builder program(Path executable) {
+      this.path = executable;
+      return this;
+    }
+
     /** Without LD_PRELOAD: the program on the fake drivers alone. */
     public Builder withoutLibrary() {
       library = false;
@@ -141,7 +149,7 @@ public final class PodProcess implements AutoCloseable {
     public PodProcess start() {
       NativeBuild b = build == null ? NativeBuild.current() : build;
       List<String> cmd = new ArrayList<>();
-      cmd.add(b.program(program).toString());
+      cmd.add(path != null ? path.toString() : b.program(program).toString());
       cmd.addAll(args);
       ProcessBuilder pb = new ProcessBuilder(cmd);
       Map<String, String> e = pb.environment();

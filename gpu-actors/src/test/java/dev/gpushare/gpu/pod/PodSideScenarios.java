@@ -102,6 +102,40 @@ abstract class PodSideScenarios {
     }
   }
 
+  /**
+   * Where the CUDA toolkit is installed: the real runtime reaches the driver through the library.
+   */
+  @Test
+  void theRealCudaRuntimeRaisesDemandThroughGetProcAddress() throws Exception {
+    Path cudart = Path.of("/usr/local/cuda/lib64/libcudart.so.13");
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        Files.exists(cudart) && !build().sanitized(), "no CUDA 13 runtime at " + cudart);
+    Path bin = Files.createDirectories(stub.dir().resolve("cudart"));
+    Process cc =
+        new ProcessBuilder(
+                "gcc",
+                "-o",
+                bin.resolve("runtime_count").toString(),
+                NativeBuild.module().resolve("src/test/native-cudart/runtime_count.c").toString(),
+                "-L" + cudart.getParent(),
+                "-l:libcudart.so.13",
+                "-Wl,-rpath," + cudart.getParent())
+            .redirectErrorStream(true)
+            .start();
+    String ccOut = new String(cc.getInputStream().readAllBytes());
+    assertEquals(0, cc.waitFor(), ccOut);
+    a.onDemand(p -> p.ready(1));
+    try (PodProcess p =
+        workload(a).program(bin.resolve("runtime_count")).env("FAKE_CUDA_TRACE", "1").start()) {
+      p.awaitStderr(Pattern.compile("cuGetProcAddress.*\\(cuInit, "), T); // resolved so
+      p.awaitStderr(waitingLine(1), T); // cuInit, through the wrapper: the demand
+      a.running(3);
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(3), T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(hasLine(p, "cudaGetDeviceCount -> "), p.transcript());
+    }
+  }
+
   @Test
   void perThreadStreamVariantsKeepTheirVariantThroughGetProcAddress() throws Exception {
     a.grantOnDemand(0);
