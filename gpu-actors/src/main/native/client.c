@@ -353,15 +353,12 @@ static int next_event(struct gs_stream *s, char **data, size_t *len) {
 
 int gs_watch_next(struct gs_stream *s, char **data, size_t *len, long idle_ms) {
   for (;;) {
+    int done = decode(s); /* what read_head or the last fill left undecoded comes first */
+    if (done < 0) return -1;
     int got = next_event(s, data, len);
     if (got != 0) return got;
-    if (s->eof && s->raw_len == 0) return 0;
-    int r = fill(s, now_ms() + idle_ms);
-    if (r < 0) return -1;
-    int done = decode(s);
-    if (done < 0) return -1;
-    if (done == 1 && next_event(s, data, len) == 0) return 0;
-    if (done == 1) return 1;
+    if (done == 1 || (s->eof && s->raw_len == 0)) return 0;
+    if (fill(s, now_ms() + idle_ms) < 0) return -1;
   }
 }
 

@@ -450,6 +450,55 @@ abstract class PodSideScenarios {
     }
   }
 
+  /**
+   * A server that sends the watch's headers and first event in one write (the real server may): the
+   * event must be read at once, not when the next bytes (a heartbeat, 15 s later) come.
+   */
+  @Test
+  void aWatchEventThatCameWithTheHeadersIsReadAtOnce() throws Exception {
+    a.running(2);
+    String view = a.json();
+    try (java.net.ServerSocket server =
+        new java.net.ServerSocket(0, 8, java.net.InetAddress.getLoopbackAddress())) {
+      Thread t =
+          new Thread(
+              () -> {
+                while (!server.isClosed()) {
+                  try {
+                    java.net.Socket c = server.accept();
+                    String line =
+                        new java.io.BufferedReader(
+                                new java.io.InputStreamReader(c.getInputStream()))
+                            .readLine();
+                    String body = line.contains("/watch") ? "data: " + view + "\n\n" : view;
+                    String head =
+                        "HTTP/1.1 200 OK\r\nContent-Type: "
+                            + (line.contains("/watch")
+                                ? "text/event-stream\r\n"
+                                : "application/json\r\nContent-Length: " + body.length() + "\r\n")
+                            + "\r\n";
+                    c.getOutputStream().write((head + body).getBytes());
+                    c.getOutputStream().flush();
+                    if (!line.contains("/watch")) {
+                      c.close();
+                    }
+                  } catch (java.io.IOException e) {
+                    return;
+                  }
+                }
+              });
+      t.setDaemon(true);
+      t.start();
+      try (PodProcess p =
+          workload(a, "init", "exit:0")
+              .env("GPUSHARE_SERVER", "http://127.0.0.1:" + server.getLocalPort())
+              .start()) {
+        p.awaitStdout("init -> 0", Duration.ofSeconds(10)); // well before a 15 s heartbeat
+        p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(2), T);
+      }
+    }
+  }
+
   // ------------------------------------------------------------------ the Unix socket
 
   @Test

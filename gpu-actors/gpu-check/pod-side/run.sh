@@ -1,0 +1,270 @@
+#!/usr/bin/env bash
+# The pod-side GPU check: a real CUDA program (check.cu) under libgpushare.so, against the real
+# driver, runtime and nvidia-smi, with standin.py in the place of the node's data plane (the GPU
+# machine has no Java, so no member: run.sh scripts the pod's state itself). Four steps, each
+# ending in one line "OK ..." or "FAIL ..." with the evidence:
+#   1 grant    the first CUDA call waits while the pod is Ready, goes on once it is Running
+#   2 view     nvidia-smi as a child of the program: one GPU, utilisation relative to the core limit
+#   3 memory   cudaMalloc over the pod's memory limit fails; cudaMemGetInfo shows the share
+#   4 wake     checkpointed while idle (cuCheckpointProcess*), the next kernel raises demand,
+#              waits, and goes on with its memory intact once restored
+# Run from the repository root; needs the NVIDIA driver, nvcc (PATH or /usr/local/cuda/bin),
+# python3 and cc. No Maven, no Java. Everything goes under a temp dir (KEEP=1 keeps it).
+#
+#   bash gpu-actors/gpu-check/pod-side/run.sh               # on a GPU machine
+#   GPU=0 bash gpu-actors/gpu-check/pod-side/run.sh         # that GPU (default: the last listed)
+#   bash gpu-actors/gpu-check/pod-side/run.sh --rehearse    # anywhere: the fake libcuda and NVML,
+#                                                           # workload.c in check.cu's place
+#   LIBGPUSHARE=path/libgpushare.so bash ...run.sh         # that library instead of building one
+# Exit status: 0 all steps OK (or skipped), 1 a step failed, 2 something to run it with is missing,
+# 3 the whole check ran over 170 s (stopped).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+here="$root/gpu-actors/gpu-check/pod-side"
+rehearse=0
+[[ ${1:-} == --rehearse ]] && rehearse=1
+T="$(mktemp -d "${TMPDIR:-/tmp}/pod-side.XXXXXX")"
+POD=gpu-check/pod-side LIMIT_CORE=50 LIMIT_MEMORY=25
+failed=0 jobs_=()
+ok() { echo "OK   $*"; }
+fail() { echo "FAIL $*"; failed=1; }
+cleanup() {
+  for p in "${jobs_[@]}"; do kill "$p" 2>/dev/null; done
+  if [[ -n ${KEEP:-} ]]; then echo "kept: $T"; else rm -rf "$T"; fi
+}
+transcript() {
+  [[ -f $T/out ]] || return
+  echo "--- the program's stdout"; sed 's/^/  /' "$T/out"
+  echo "--- its stderr"; sed 's/^/  /' "$T/err"
+}
+trap cleanup EXIT
+trap 'transcript; exit 3' TERM INT
+(trap 'kill $s; exit' TERM; sleep 170 & s=$!; wait $s; echo "FAIL the check ran over 170 s"; kill -TERM $$) &
+jobs_+=($!)
+
+# await FILE REGEX SECONDS: prints FILE's first line matching REGEX once there is one; 1 if none came
+await() {
+  local end=$((SECONDS + $3 + 1))
+  until grep -Eq "$2" "$1" 2>/dev/null; do ((SECONDS < end)) || return 1; sleep 0.1; done
+  grep -Em1 "$2" "$1"
+}
+need() { command -v "$1" >/dev/null || { echo "FAIL $1 not found: $2"; exit 2; }; }
+need python3 "install python3"
+if [[ -n ${LIBGPUSHARE:-} ]]; then
+  cp "$LIBGPUSHARE" "$T/libgpushare.so" || exit 2
+else
+  bash "$root/gpu-actors/src/main/native/build.sh" --copy-to "$T" >/dev/null
+fi
+[[ -f $T/libgpushare.so ]] || { echo "FAIL libgpushare.so did not build (cc and libc headers?)"; exit 2; }
+
+if ((rehearse)); then
+  echo "REHEARSAL: fake libcuda.so.1 and libnvidia-ml.so.1, workload.c for check.cu; proves the"
+  echo "           stand-in, the protocol and the script, not the real driver"
+  fake="$root/gpu-actors/gpu-check" native="$root/gpu-actors/src/test/native"
+  mkdir -p "$T/lib" "$T/bin"
+  gcc -shared -fPIC -O1 -Wl,-soname,libcuda.so.1 -o "$T/lib/libcuda.so.1" \
+    "$fake/fake-cuda/fake_cuda.c" "$fake/fake-cuda/fake_cuda_mem.c" &&
+    gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$T/lib/libnvidia-ml.so.1" "$fake/fake-nvml/fake_nvml.c" &&
+    gcc -std=c17 -O2 -D_GNU_SOURCE -o "$T/workload" "$native/workload.c" -L"$T/lib" -l:libcuda.so.1 -ldl &&
+    gcc -std=c17 -O2 -o "$T/nvml_view" "$native/nvml_view.c" -L"$T/lib" -l:libnvidia-ml.so.1 -ldl ||
+    { echo "FAIL the fakes did not build"; exit 2; }
+  # nvidia-smi as the rehearsal fakes it: nvml_view's lines in the formats run.sh reads
+  cat >"$T/bin/nvidia-smi" <<'EOF'
+#!/usr/bin/env bash
+fields=index,uuid
+for a; do [[ $a == --query-gpu=* ]] && fields=${a#--query-gpu=}; done
+"$(dirname "$0")/../nvml_view" | awk -v fields="$fields" -v list="$1" '$1 == "gpu" {
+  for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+  if (list == "-L") { print "GPU " v["index"] ": Fake GPU (UUID: " v["uuid"] ")"; next }
+  n = split(fields, f, ","); line = ""
+  for (i = 1; i <= n; i++) line = line (i > 1 ? ", " : "") (f[i] == "utilization.gpu" ? v["util"] : \
+    f[i] == "memory.total" ? int(v["memtotal"] / 1048576) : f[i] == "memory.used" ? 0 : v[f[i]])
+  print line }'
+EOF
+  chmod +x "$T/bin/nvidia-smi"
+  export PATH="$T/bin:$PATH" LD_LIBRARY_PATH="$T/lib" FAKE_NVML_UTIL=1:30:10
+  export FAKE_CUDA_MEMORY=$((97871 * 1048576)) FAKE_CUDA_VERSION="${FAKE_CUDA_VERSION:-13000}" # as fake NVML's GPUs
+  libcuda="$T/lib/libcuda.so.1" tolerance=0
+else
+  need nvidia-smi "install the NVIDIA driver"
+  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  [[ -x $nvcc ]] || { echo "FAIL nvcc not found: install the CUDA toolkit"; exit 2; }
+  "$nvcc" -O2 -o "$T/check" "$here/check.cu" || { echo "FAIL nvcc could not build check.cu"; exit 2; }
+  echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)," \
+    "$("$nvcc" --version | grep -o 'release [0-9.]*')"
+  libcuda=libcuda.so.1 tolerance=25 # two nvidia-smi samples of a duty cycle, side by side
+fi
+
+# The GPU to grant, as the node names it.
+mapfile -t gpus < <(nvidia-smi --query-gpu=index,uuid,memory.total --format=csv,noheader,nounits)
+for g in "${gpus[@]}"; do echo "node's GPU: $g"; done
+pick="$(printf '%s\n' "${gpus[@]}" | tail -1)"
+[[ -n ${GPU:-} ]] && pick="$(printf '%s\n' "${gpus[@]}" | grep -E "^$GPU, " | head -1)"
+IFS=', ' read -r IDX UUID MIB <<<"$pick"
+[[ -n ${UUID:-} ]] || { echo "FAIL no GPU ${GPU:-} in nvidia-smi's list"; exit 2; }
+GPU_BYTES=$((MIB * 1048576))
+B30=$((GPU_BYTES * 30 / 100)) B20=$((GPU_BYTES * 20 / 100)) BF=$((${FILL_MIB:-1024} * 1048576))
+
+# The stand-in for the data plane.
+python3 "$here/standin.py" serve "$POD" "$T/port" & jobs_+=($!)
+for _ in {1..100}; do [[ -s $T/port ]] && break; sleep 0.1; done
+url="http://127.0.0.1:$(cat "$T/port" 2>/dev/null)"
+standin() { python3 "$here/standin.py" "$1" "$url" "${@:2}"; }
+standin set "{\"limits\":{\"core\":$LIMIT_CORE,\"memory\":$LIMIT_MEMORY}}" ||
+  { echo "FAIL the stand-in did not start"; exit 2; }
+gpu="{\"index\":$IDX,\"uuid\":\"$UUID\"}"
+running="\"state\":\"Running\",\"gpu\":$gpu,\"queuePosition\":null,\"waitingSeconds\":null,\"runningSeconds\":0"
+ckpt() { echo "{\"phase\":\"$1\",\"gpu\":$IDX,\"bytes\":$BF,\"since\":\"$(date -u +%FT%TZ)\"}"; }
+
+# The program, with what a sharing pod's process gets; CHECK_SMI is what it runs as its child.
+q="--query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits"
+smi="nvidia-smi -L >$T/smi-L 2>&1; nvidia-smi $q >$T/smi-view 2>&1 &
+     env -u LD_PRELOAD nvidia-smi $q >$T/smi-abs 2>&1; wait"
+penv=(LD_PRELOAD="$T/libgpushare.so" GPUSHARE_SERVER="$url" GPUSHARE_POD="$POD"
+  GPUSHARE_WAIT_INTERVAL=1s GPUSHARE_STATE_DIR="$T" CHECK_SMI="$smi")
+if ((rehearse)); then
+  prog=("$T/workload" init ctx count uuid "alloc:$B30" "alloc:$B20" free meminfo "alloc:$BF" launch
+    stdin launch sync)
+else
+  prog=("$T/check" count uuid busy "alloc:$B30" "alloc:$B20" free meminfo "fill:$BF" stdin verify)
+fi
+mkfifo "$T/in"
+env "${penv[@]}" "${prog[@]}" <"$T/in" >"$T/out" 2>"$T/err" &
+pid=$! started=$SECONDS jobs_+=($!)
+exec 3>"$T/in"
+waiting() { grep -c '^You have been waiting' "$T/err"; }
+field() { awk -v n="$2" '{print $n}' <<<"$1"; }
+
+# 1 grant: Ready for 2 s, then Running on the GPU.
+if standin await POST 1 20 && w="$(await "$T/err" '^You have been waiting' 5)"; then
+  after=$((SECONDS - started))
+  sleep 2
+  early="$(grep -m1 '^count ->' "$T/out")"
+  lines=$(waiting)
+  standin set "{$running}"
+  c="$(await "$T/out" '^count -> ' 30)" u="$(await "$T/out" '^uuid -> ' 30)"
+  if [[ -n $early ]]; then
+    fail "1 grant: the first call returned while the pod was Ready: $early"
+  elif ((after > 5)); then
+    fail "1 grant: the demand came ${after} s after the program started, not at its first call" \
+      "(the watch's first event comes with the response's head; the next bytes, a heartbeat, 15 s later)"
+  elif [[ $(field "$c" 3) == 0 && $(field "$c" 4) == 1 && $(field "${u,,}" 4) == "${UUID,,}" ]]; then
+    ok "1 grant: demand raised at the first call, which waited 2 s while Ready ($lines lines: '$w');" \
+      "then Running on GPU $IDX: cudaGetDeviceCount -> 1, device 0 is $(field "$u" 4)"
+  else
+    fail "1 grant: granted GPU $IDX ($UUID); got '${c:-no count}', '${u:-no uuid}'"
+  fi
+else
+  fail "1 grant: no POST demand and waiting line within 20 s (demands: $(standin count POST)," \
+    "stderr: $(tail -3 "$T/err" | tr '\n' ' '))"
+  standin set "{$running}"
+fi
+
+# 2 view: nvidia-smi inside the process's view and outside, while the GPU is busy.
+if ((rehearse)); then
+  env "${penv[@]}" sh -c "$smi"
+else
+  b="$(await "$T/out" '^busy -> ' 45)" || fail "2 view: the busy step did not end within 45 s"
+fi
+list="$(cat "$T/smi-L" 2>/dev/null)" view="$(cat "$T/smi-view" 2>/dev/null)"
+abs="$(grep -i "$UUID" "$T/smi-abs" 2>/dev/null | head -1)"
+IFS=', ' read -r vi vu vutil vmem <<<"$view"
+IFS=', ' read -r _ _ autil amem <<<"$abs"
+num() { [[ $1 =~ ^[0-9]+$ ]] && echo "$1" || echo -1; }
+vutil=$(num "${vutil:-}") autil=$(num "${autil:-}")
+expect=$((autil < 0 ? -1 : autil * 100 / LIMIT_CORE > 100 ? 100 : autil * 100 / LIMIT_CORE))
+off=$((vutil - expect)) && off=${off#-}
+if [[ $(grep -c '^GPU ' <<<"$list") == 1 && $list == "GPU $IDX: "*"UUID: $UUID"* &&
+  $(wc -l <<<"$view") == 1 && $vi == "$IDX" && ${vu,,} == "${UUID,,}" && $autil -gt 0 && $vutil -ge 0 &&
+  $off -le $tolerance ]]; then
+  ok "2 view: nvidia-smi -L in the process: '$list'; utilisation $vutil % in the process" \
+    "(limit $LIMIT_CORE %), $autil % outside (expected $expect ± $tolerance); memory.used $vmem / $amem MiB"
+else
+  fail "2 view: -L: '$list'; in the process: '$view'; outside: '$abs'" \
+    "(expected GPU $IDX $UUID alone, utilisation $expect ± $tolerance) ${b:-}"
+fi
+
+# 3 memory: limit 25 %: 30 % fails, 20 % fits, cudaMemGetInfo answers the share.
+a30="$(await "$T/out" "^alloc:$B30 -> " 30)" a20="$(await "$T/out" "^alloc:$B20 -> " 10)"
+m="$(await "$T/out" '^meminfo -> ' 10)"
+g="$(grep -o 'gpu=[0-9]*' <<<"$m" | cut -d= -f2)"
+share=$(( ${g:-$GPU_BYTES} * LIMIT_MEMORY / 100 ))
+if [[ $(field "$a30" 3) == 2 && $(field "$a20" 3) == 0 && $(field "$m" 3) == 0 &&
+  $(field "$m" 5) == "$share" ]]; then
+  ok "3 memory: limit $LIMIT_MEMORY % of ${g:-$GPU_BYTES} bytes: cudaMalloc 30 % -> 2" \
+    "(cudaErrorMemoryAllocation), 20 % -> 0; cudaMemGetInfo total $(field "$m" 5) = the share"
+else
+  fail "3 memory: expected 30 % -> 2, 20 % -> 0, total $share; got '$a30', '$a20', '$m'"
+fi
+
+# 4 wake: checkpointed while idle, the next kernel raises demand and waits until restored.
+f="$(await "$T/out" '^(fill:[0-9]+|launch) -> ' 60)"
+coproc CK { python3 "$here/cuda_checkpoint.py" "$libcuda" "$pid" 2>&1; }
+jobs_+=($CK_PID)
+read -r -t 20 api <&"${CK[0]}" || api="no answer within 20 s"
+ck() { # ck suspend|resume: sets answer to "ok MS" or "error ..."
+  answer="error the checkpoint helper exited"
+  [[ -n ${CK[1]:-} ]] && echo "$1" >&"${CK[1]}" || return
+  while IFS= read -r -t 60 answer <&"${CK[0]}"; do
+    case $answer in ok* | error*) return ;; *) echo "     ($answer)" ;; esac
+  done
+  answer="error no answer within 60 s"
+}
+stuck() { for t in /proc/$pid/task/*; do echo -n "$(cat "$t/comm" "$t/wchan" 2>/dev/null | paste -sd:) "; done; }
+if [[ $(field "$f" 3) != 0 ]]; then
+  fail "4 wake: the fill did not succeed: '${f:-nothing within 60 s}'"
+  echo go >&3
+elif [[ $api =~ ^driver\ [0-9]+\ api\ no$ ]]; then
+  echo "SKIP 4 wake: no CUDA checkpoint API in this driver ($api): cuCheckpointProcess* needs" \
+    "CUDA 12.8's driver API (cuDriverGetVersion >= 12080)"
+  echo go >&3
+elif [[ $api != *"api yes" ]]; then
+  fail "4 wake: the checkpoint helper could not start: $api"
+  echo go >&3
+else
+  standin set "{\"checkpoint\":$(ckpt checkpointing)}"
+  ck suspend
+  suspended="$answer"
+  standin set "{\"state\":\"Hibernation\",\"gpu\":null,\"runningSeconds\":null,\"checkpoint\":$(ckpt held)}"
+  held="$(await "$T/err" 'left Running \(now Hibernation\): its GPU state is checkpointed' 10)"
+  demands=$(standin count POST) lines=$(waiting)
+  echo go >&3
+  standin await POST $((demands + 1)) 15 && demand=yes || demand="no (threads: $(stuck))"
+  for _ in {1..20}; do (($(waiting) > lines)) && break; sleep 0.1; done
+  lines2=$(waiting)
+  sleep 1
+  early="$(grep -Em1 '^(verify|sync) ->' "$T/out")"
+  standin set "{$running,\"checkpoint\":$(ckpt restoring)}"
+  ck resume
+  resumed="$answer"
+  standin set '{"checkpoint":null}'
+  back="$(await "$T/err" "is Running again on GPU $IDX " 10)"
+  v="$(await "$T/out" '^(verify|sync) -> ' 30)"
+  if [[ $suspended == ok* && -n $held && $demand == yes && $lines2 -gt $lines && -z $early &&
+    $resumed == ok* && -n $back && $(field "$v" 3) == 0 ]]; then
+    ok "4 wake: checkpointed in ${suspended#ok } ms ('${held#gpushare: }'); the next kernel raised" \
+      "demand and waited (waiting line); restored in ${resumed#ok } ms ('${back#gpushare: }'); '$v'"
+  else
+    fail "4 wake: checkpoint: $suspended; held line: '${held:-none}'; demand: $demand;" \
+      "waiting lines $lines -> $lines2; returned early: '${early:-no}'; restore: $resumed;" \
+      "restored line: '${back:-none}'; after: '${v:-nothing within 30 s}'"
+  fi
+fi
+
+# The program's exit releases the share.
+for _ in {1..100}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  fail "exit: the program still runs 10 s after its last step"
+else
+  wait "$pid"
+  rc=$?
+  released=$(standin count DELETE)
+  if [[ $rc == 0 && $released -ge 1 ]]; then
+    ok "exit: status 0, DELETE demand sent (the share released)"
+  else
+    fail "exit: status $rc, $released DELETE demand"
+  fi
+fi
+transcript
+((failed)) && { echo "pod-side check: FAILED"; exit 1; }
+echo "pod-side check: all OK"
