@@ -78,16 +78,35 @@ final class PodWatches {
         });
   }
 
-  /** The pod's view now, then one per change users can see, until it is gone. */
+  /**
+   * The pod's view now, then one per change users can see, until it is gone. Every view, the first
+   * included, is fetched after the one before it, so the stream never shows an older view after a
+   * newer one: a pod's own workload acts on it (libgpushare.so follows the pod by this stream
+   * alone), and a stale first view arriving after a change would read as the pod leaving Running.
+   */
   Source<PodView, NotUsed> watch(String ref, Supplier<CompletionStage<PodView>> view) {
     return Source.<PodView>queue(64, OverflowStrategy.dropHead())
         .mapMaterializedValue(
             queue -> {
-              // Views are fetched one after another, so the stream sees changes in order.
-              AtomicReference<CompletableFuture<Done>> chain =
-                  new AtomicReference<>(CompletableFuture.completedFuture(Done.getInstance()));
               // A change that shows nothing new sends nothing.
               AtomicReference<PodView> last = new AtomicReference<>();
+              // The first look waits until the listener below is in place, so that a change in
+              // between is seen by it or by the first look (or both: then it shows nothing new).
+              CompletableFuture<Done> listening = new CompletableFuture<>();
+              AtomicReference<CompletableFuture<Done>> chain =
+                  new AtomicReference<>(
+                      listening
+                          .thenCompose(d -> view.get().toCompletableFuture())
+                          .handle(
+                              (v, e) -> {
+                                if (v != null) {
+                                  last.set(v);
+                                  queue.offer(v);
+                                } else {
+                                  queue.fail(e);
+                                }
+                                return Done.getInstance();
+                              }));
               Consumer<Boolean> onChange =
                   deleted ->
                       chain.updateAndGet(
@@ -106,16 +125,7 @@ final class PodWatches {
                                       }));
               listen(ref, onChange);
               queue.watchCompletion().whenComplete((d, e) -> unlisten(ref, onChange));
-              view.get()
-                  .whenComplete(
-                      (v, e) -> {
-                        if (v != null) {
-                          last.compareAndSet(null, v);
-                          queue.offer(v);
-                        } else {
-                          queue.fail(e);
-                        }
-                      });
+              listening.complete(Done.getInstance());
               return NotUsed.getInstance();
             });
   }

@@ -35,13 +35,13 @@ import org.junit.jupiter.api.io.TempDir;
  * NAME}: the session's blocks, in document order ({@code README.md} first, then the other files by
  * path), as one {@code bash -eo pipefail} script — one terminal, so the shell functions a block
  * defines serve the next — in a fresh directory, against a real server on a random port ({@code
- * 127.0.0.1:8080} and {@code localhost:8080} in the text become its address). Session {@code
- * walkthrough} runs on the server as the README's first command starts it (the embedded default,
- * the system clock, {@code ./data}); another session starts its server from its block preceded by
- * {@code <!-- docs: server NAME -->} (a {@code java -jar http-api/target/gpushare.jar} command
- * whose {@code --clock} and {@code --data} are used). A command whose comment starts with {@code #
- * ->} must print each {@code …}-separated fragment of that comment, in order; no answer may be a
- * problem with a 4xx or 5xx status.
+ * 127.0.0.1:8080} and {@code localhost:8080} in the text become its address; {@code gpu-actors/}
+ * there is the repository's, built). Session {@code walkthrough} runs on the server as the README's
+ * first command starts it (the embedded default, the system clock, {@code ./data}); another session
+ * starts its server from its block preceded by {@code <!-- docs: server NAME -->} (a {@code java
+ * -jar http-api/target/gpushare.jar} command whose {@code --clock} and {@code --data} are used). A
+ * command whose comment starts with {@code # ->} must print each {@code …}-separated fragment of
+ * that comment, in order; no answer may be a problem with a 4xx or 5xx status.
  */
 class DocsTest {
 
@@ -244,6 +244,10 @@ class DocsTest {
               "java -cp src-test/target/test-classes:$(cat src-test/target/bench.classpath) dev.gpushare.bench.SoakBenchmark --minutes 30 --rate 100"),
           // src-test/BENCHMARKS.md
           listed(
+              "PodSideBenchmark",
+              "java -cp src-test/target/test-classes:$(cat src-test/target/bench.classpath) dev.gpushare.bench.PodSideBenchmark"),
+          // src-test/BENCHMARKS.md
+          listed(
               "AdversarialInputTest",
               "mvn -B -o -pl http-api -am test -Dtest='Adversarial*Test' -Dsurefire.failIfNoSpecifiedTests=false",
               "cat http-api/target/adversarial-figures-*.txt"));
@@ -319,6 +323,9 @@ class DocsTest {
     }
     Path work = Files.createDirectories(tmp.resolve("work"));
     provideSharedExample(tmp);
+    // what the build made and the tests' sources, where a block run from the repository finds them
+    // (the README's pod-side walkthrough builds the fake driver and runs the library)
+    Files.createSymbolicLink(work.resolve("gpu-actors"), ROOT.resolve("gpu-actors"));
     for (Map.Entry<String, List<Block>> session : sessions.entrySet()) {
       runSession(session.getKey(), session.getValue(), servers.get(session.getKey()), work);
     }
