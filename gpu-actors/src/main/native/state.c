@@ -42,7 +42,6 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv; /* a new view came (CLOCK_MONOTONIC) */
 static enum phase phase = P_NEW;
 static struct view view;
-static unsigned long view_seq; /* views seen from the watch */
 static int watching;
 static char bound_uuid[96]; /* the GPU this process's driver runs on, once cuInit went through */
 static struct gs_grant grant;
@@ -161,10 +160,12 @@ static void take_grant(const struct view *v) {
 }
 
 /* A new view of the pod, under mu: the state word follows it, and the signal contract or the
- * checkpoint hold begins when the pod leaves Running under this process. */
+ * checkpoint hold begins when the pod leaves Running under this process. A view from the watch
+ * that would take such a step is looked at again first (a fresh GET): the stream may have fetched
+ * it before this process's own demand was decided, and an answer may be newer than the stream. */
 static void follow(const struct view *v, int from_watch) {
   view = *v;
-  if (from_watch) view_seq++;
+  gs_debug("view (%s): %s%s%s", from_watch ? "watch" : "answer", v->state, v->ckpt[0] ? ", checkpoint " : "", v->ckpt);
   pthread_cond_broadcast(&cv);
   if (phase == P_STOPPING || atomic_load(&gs_left_pod)) return;
   if (granted_here(v)) {
@@ -179,6 +180,13 @@ static void follow(const struct view *v, int from_watch) {
     return;
   }
   atomic_store(&gs_gate_word, 1);
+  if (from_watch == 1 && (phase == P_HELD || (phase == P_RUNNING && bound_uuid[0]))) {
+    struct view fresh;
+    if (call("GET", "", &fresh) == 0) {
+      follow(&fresh, 0);
+      return;
+    }
+  }
   if (phase == P_HELD && !v->ckpt[0]) {
     phase = P_STOPPING;
     char why[120];
@@ -237,7 +245,7 @@ static void *watch_main(void *arg) {
         snprintf(gone.state, sizeof gone.state, "Deleted");
         gone.has_gpu = 0;
         gone.ckpt[0] = '\0';
-        follow(&gone, 1);
+        follow(&gone, 2);
       }
       pthread_mutex_unlock(&mu);
       gs_watch_close(s);
@@ -251,7 +259,6 @@ static void *watch_main(void *arg) {
     while ((got = gs_watch_next(s, &data, &len, WATCH_IDLE_MS)) == 1) {
       struct view v;
       int ok = parse_view(data, len, &v) == 0;
-      gs_debug("watch: %s", ok ? v.state : "(unreadable)");
       pthread_mutex_lock(&mu);
       if (ok) {
         last_problem[0] = '\0';
@@ -337,13 +344,6 @@ static int acquire(void) {
       if (strcmp(v.policy, "share-pool") == 0) start_watch();
     }
     int is_static = strcmp(view.policy, "static") == 0;
-    if (!is_static && view_seq == 0) {
-      /* Decisions follow the watch alone, one ordered stream: an answer to a request may be older
-       * than what the watch already said (or newer than what it is about to say). */
-      if (gs_cfg.on_error == GS_ON_ERROR_FAIL && last_problem[0]) return GS_CUDA_ERROR_NO_DEVICE;
-      wait_ms(RETRY_MS);
-      continue;
-    }
     if (granted_here(&view) && phase != P_STOPPING) {
       take_grant(&view);
       next_line_ms = -1;
@@ -353,17 +353,15 @@ static int acquire(void) {
     }
     if (!is_static && phase != P_STOPPING && strcmp(view.state, "Hibernation") == 0 &&
         now_ms() - last_post_ms >= RETRY_MS) {
-      /* the demand: Hibernation -> Ready (or straight to Running), seen on the watch */
+      /* the demand: Hibernation -> Ready (or straight to Running) */
       struct view v;
       last_post_ms = now_ms();
       gs_debug("raising demand");
       if (call("POST", "/demand", &v) < 0) {
         if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
-      } else if (strcmp(v.state, "Ready") == 0 && next_line_ms < 0) {
-        struct view seen = view; /* the line at once, from the answer; the watch goes on */
-        view = v;
-        waiting_line();
-        view = seen;
+      } else {
+        follow(&v, 0);
+        if (strcmp(v.state, "Ready") == 0) waiting_line(); /* at once */
       }
       continue;
     }

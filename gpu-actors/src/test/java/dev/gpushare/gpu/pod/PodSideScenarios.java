@@ -235,6 +235,12 @@ abstract class PodSideScenarios {
 
   @Test
   void aForkedChildCountsWithItsParent() throws Exception {
+    // GCC 12's sanitizer runtime does not hold its allocator's locks across fork: a child forked
+    // while another thread (the library's watch) allocates can deadlock inside the runtime itself
+    // (seen: the child's LeakSanitizer and its first new thread both waiting for a lock no thread
+    // holds). The plain library is forked here; the sanitized one in every other scenario.
+    org.junit.jupiter.api.Assumptions.assumeFalse(
+        build().sanitized(), "fork under GCC 12's AddressSanitizer runtime (see the comment)");
     a.grantOnDemand(0);
     try (PodProcess p =
         workload(a, "init", "ctx", "alloc:300000000", "fork", "init", "alloc:300000000")
