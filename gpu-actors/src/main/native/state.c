@@ -49,6 +49,8 @@ static _Atomic int grant_known;
 static long next_line_ms = -1, last_post_ms = -100000;
 static char last_problem[64];
 static int config_said, unpinned_said;
+/* This process wants or uses the pod's GPU (share-pool): its exit may be the pod's release. */
+static int user;
 
 static long now_ms(void) {
   struct timespec t;
@@ -341,7 +343,15 @@ static int acquire(void) {
       gs_pod_open();
       phase = P_WAITING;
       view = v;
-      if (strcmp(v.policy, "share-pool") == 0) start_watch();
+      if (strcmp(v.policy, "share-pool") == 0) {
+        /* counted as the pod's from now: a sibling that exits meanwhile does not release the
+         * share this process is about to use, and this one's exit or deadly signal withdraws a
+         * demand nobody else wants (a static pod's GPU is pinned, never released) */
+        gs_pod_mark_user();
+        gs_release_install();
+        user = 1;
+        start_watch();
+      }
     }
     int is_static = strcmp(view.policy, "static") == 0;
     if (granted_here(&view) && phase != P_STOPPING) {
@@ -406,8 +416,6 @@ int gs_before_cuinit(void) {
     /* before the driver reads it: this process sees its granted GPU only */
     setenv("CUDA_VISIBLE_DEVICES", grant.uuid, 1);
     snprintf(bound_uuid, sizeof bound_uuid, "%s", grant.uuid);
-    gs_pod_mark_user();
-    gs_release_install();
   }
   pthread_mutex_unlock(&mu);
   return rc;
@@ -470,6 +478,7 @@ static void after_fork_child(void) {
   struct gs_stream *parents = atomic_exchange(&watch_stream, NULL);
   if (parents) gs_watch_close(parents); /* its thread is the parent's, not this process's */
   watching = 0;
+  user = 0;
   bound_uuid[0] = '\0';
   if (phase != P_INERT) phase = P_NEW;
   atomic_store(&gs_gate_word, 1);
@@ -494,5 +503,5 @@ static void load(void) {
 __attribute__((constructor)) static void gs_load(void) { pthread_once(&loaded, load); }
 
 __attribute__((destructor)) static void gs_unload(void) {
-  if (gs_cfg.active && bound_uuid[0]) gs_release_at_exit();
+  if (gs_cfg.active && user) gs_release_at_exit();
 }

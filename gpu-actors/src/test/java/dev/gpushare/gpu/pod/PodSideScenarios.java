@@ -157,6 +157,8 @@ abstract class PodSideScenarios {
       p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(3), T);
       assertTrue(p.stdout().contains("count -> 0 1"), p.transcript());
       assertTrue(stub.requests("POST", "/demand").isEmpty(), stub.requests().toString());
+      assertTrue(stub.requests("DELETE", "/demand").isEmpty(), "pinned for life, never released");
+      assertEquals(0, p.countStderr(Pattern.compile("^gpushare: ")), p.transcript());
     }
   }
 
