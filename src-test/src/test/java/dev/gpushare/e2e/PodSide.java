@@ -1,7 +1,6 @@
 package dev.gpushare.e2e;
 
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
-
+import dev.gpushare.gpu.pod.NativeBuild;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,7 +12,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -21,260 +19,84 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 /**
- * The pod side as a pod runs it: {@code libgpushare.so} (gpu-actors' {@code build.sh}, the one
- * place that holds its flags) preloaded into real processes that call a fake CUDA driver ({@code
- * gpu-actors/gpu-check/fake-cuda}, compiled here into {@code libcuda.so.1}). The programs are
- * gpu-actors' test workload ({@code src/test/native/workload.c}) and this module's own ({@code
- * src-test/src/test/native/*.c}), compiled with the library's compile flags into {@code
- * target/pod-side}.
+ * The pod side as a pod runs it: {@code libgpushare.so} preloaded into real processes that call a
+ * fake CUDA driver. The build is gpu-actors' {@link NativeBuild} (the library by its {@code
+ * build.sh}, the fake drivers, gpu-actors' test programs such as {@code workload}); this module's
+ * own programs ({@code src-test/src/test/native/*.c}) are compiled by it too, with the same flags,
+ * into the same folder.
  *
- * <p>{@link #get()} skips the calling test (a JUnit assumption) only where there is no gcc, or
- * where build.sh itself says it built nothing for want of a compiler; a build that fails fails the
- * test, so that a machine with gcc (CI) always runs it.
+ * <p>{@link #get()} skips the calling test (a JUnit assumption) only where there is no gcc; a build
+ * that fails fails the test, so that a machine with gcc (CI) always runs it.
  *
- * <p>With {@code -Dgpushare.native.sanitize=true} (as gpu-actors' tests take it) the library is
- * build.sh's {@code --sanitize} build (AddressSanitizer and UBSan), preloaded after the ASan
- * runtime: a finding ends the process with status 86 (ASan, leaks included) or 87 (UBSan) and its
- * report on stderr.
+ * <p>With {@code -Dgpushare.native.sanitize=true} (as gpu-actors' tests take it) the build is
+ * NativeBuild's ASan flavour (AddressSanitizer and UBSan), preloaded after the ASan runtime: a
+ * finding ends the process with status 86 (ASan, leaks included) or 87 (UBSan) and its report on
+ * stderr.
  */
 public final class PodSide {
 
   /** How long any awaited line, view or exit may take: generous, for two loaded cores. */
   public static final long DEADLINE_SECONDS = 60;
 
-  private static final Pattern BUILD_LINE =
-      Pattern.compile("^\\s*(?:/\\*+|\\*|//)?\\s*build:\\s*(.*?)\\s*(?:\\*/)?\\s*$");
   private static final AtomicInteger SEQ = new AtomicInteger();
-  private static Object built;
+  private static PodSide built;
 
-  /** The system property that asks for the sanitized library. */
-  public static final String SANITIZE_PROPERTY = "gpushare.native.sanitize";
+  private final NativeBuild build;
+  private final Path sources;
 
-  private final Path library;
-  private final List<String> preload;
-  private final Path fakes;
-  private final Path bin;
-
-  private PodSide(Path library, List<String> preload, Path fakes, Path bin) {
-    this.library = library;
-    this.preload = preload;
-    this.fakes = fakes;
-    this.bin = bin;
-  }
-
-  /** The repository root (src-test's parent). */
-  public static Path root() {
-    Path base = Path.of(System.getProperty("basedir", ".")).toAbsolutePath().normalize();
-    for (Path p = base; p != null; p = p.getParent()) {
-      if (Files.exists(p.resolve("gpu-actors/src/main/native/build.sh"))) {
-        return p;
-      }
-    }
-    throw new IllegalStateException("no gpu-actors/src/main/native/build.sh above " + base);
-  }
-
-  /** Whether gcc runs here. */
-  public static boolean hasCompiler() {
-    try {
-      return run(List.of("gcc", "--version"), Map.of()).status() == 0;
-    } catch (RuntimeException e) {
-      return false;
-    }
+  private PodSide(NativeBuild build, Path sources) {
+    this.build = build;
+    this.sources = sources;
   }
 
   /**
-   * The build, made at the first call in this JVM. Skips the caller where there is no compiler;
-   * throws (every time) where the build failed.
+   * The build ({@link NativeBuild#current()}), made at the first call in this JVM. Skips the caller
+   * where there is no compiler; fails it (every time) where the build failed.
    */
   public static synchronized PodSide get() {
-    assumeTrue(hasCompiler(), "no C compiler (gcc): the pod-side library is not built here");
+    NativeBuild build = NativeBuild.current();
     if (built == null) {
-      try {
-        built = build();
-      } catch (RuntimeException | Error e) {
-        built = e;
+      Path sources =
+          Path.of(System.getProperty("basedir", "."), "src", "test", "native")
+              .toAbsolutePath()
+              .normalize();
+      if (!Files.isDirectory(sources)) {
+        sources = NativeBuild.module().resolveSibling("src-test").resolve("src/test/native");
       }
+      built = new PodSide(build, sources);
     }
-    if (built instanceof SkipReason s) {
-      assumeTrue(false, s.why());
-    }
-    if (built instanceof RuntimeException e) {
-      throw new IllegalStateException("the pod-side build failed: " + e.getMessage(), e);
-    }
-    if (built instanceof Error e) {
-      throw new IllegalStateException("the pod-side build failed: " + e.getMessage(), e);
-    }
-    return (PodSide) built;
+    return built;
   }
-
-  private record SkipReason(String why) {}
 
   /** libgpushare.so. */
   public Path library() {
-    return library;
+    return build.library();
   }
 
   /** The folder of the fake libcuda.so.1 (for LD_LIBRARY_PATH). */
   public Path fakes() {
-    return fakes;
+    return build.fakes();
   }
 
-  /** A compiled program by its source's name without {@code .c} ({@code workload}, …). */
+  /**
+   * A compiled program by its source's name without {@code .c}: this module's ({@code paced}, …),
+   * else gpu-actors' ({@code workload}, …).
+   */
   public Path program(String name) {
-    Path p = bin.resolve(name);
-    if (!Files.isExecutable(p)) {
-      throw new IllegalArgumentException("no program " + name + " in " + bin);
-    }
-    return p;
+    Path mine = sources.resolve(name + ".c");
+    return Files.isRegularFile(mine) ? build.program(mine) : build.program(name);
   }
 
   /** The environment of a process with the library: LD_PRELOAD and the fake driver's folder. */
   public Map<String, String> preloaded() {
-    Map<String, String> env = new LinkedHashMap<>();
-    env.put("LD_PRELOAD", String.join(":", preload));
-    env.put("LD_LIBRARY_PATH", fakes.toString());
-    if (preload.size() > 1) {
-      env.put("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=86");
-      env.put("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=87");
-    }
-    return env;
+    return build.environment();
   }
 
   /** The same without the library: the fake driver alone (the baseline). */
   public Map<String, String> bare() {
-    return Map.of("LD_LIBRARY_PATH", fakes.toString());
-  }
-
-  // ---------------------------------------------------------------- the build
-
-  private static Object build() {
-    Path root = root();
-    Path script = root.resolve("gpu-actors/src/main/native/build.sh");
-    boolean sanitize = Boolean.getBoolean(SANITIZE_PROPERTY);
-    List<String> buildCmd = new ArrayList<>(List.of("bash", script.toString()));
-    if (sanitize) {
-      buildCmd.add("--sanitize");
-    }
-    Result lib = run(buildCmd, Map.of("CC", "gcc"));
-    if (lib.status() != 0) {
-      throw new IllegalStateException("build.sh failed (rc " + lib.status() + "):\n" + lib.out());
-    }
-    if (lib.out().contains("skipped")) {
-      return new SkipReason("build.sh built no library: " + lib.out().strip());
-    }
-    Path library =
-        root.resolve(sanitize ? "gpu-actors/target/native-asan" : "gpu-actors/target/native")
-            .resolve("libgpushare.so");
-    if (!Files.isRegularFile(library)) {
-      throw new IllegalStateException("build.sh succeeded but made no " + library);
-    }
-    List<String> preload = new ArrayList<>();
-    if (sanitize) {
-      Result asan = run(List.of("gcc", "-print-file-name=libasan.so"), Map.of());
-      Path runtime = Path.of(asan.out().strip());
-      if (asan.status() != 0 || !runtime.isAbsolute() || !Files.exists(runtime)) {
-        throw new IllegalStateException("gcc has no libasan.so (install libasan): " + asan.out());
-      }
-      preload.add(runtime.toString());
-    }
-    preload.add(library.toString());
-    Result flags = run(List.of("bash", script.toString(), "--print-cflags"), Map.of());
-    if (flags.status() != 0) {
-      throw new IllegalStateException("build.sh --print-cflags failed:\n" + flags.out());
-    }
-    List<String> cflags = List.of(flags.out().strip().split("\\s+"));
-    try {
-      Path out =
-          Files.createDirectories(
-              Path.of(System.getProperty("basedir", "."), "target", "pod-side")
-                  .toAbsolutePath()
-                  .normalize());
-      Path fakes = Files.createDirectories(out.resolve("lib"));
-      Path bin = Files.createDirectories(out.resolve("bin"));
-
-      Path fakeDir = root.resolve("gpu-actors/gpu-check/fake-cuda");
-      List<String> cuda = new ArrayList<>();
-      cuda.add(fakeDir.resolve("fake_cuda.c").toString());
-      try (Stream<Path> s = Files.list(fakeDir)) {
-        s.map(Path::toString)
-            .filter(p -> Path.of(p).getFileName().toString().matches("fake_cuda_.+\\.c"))
-            .sorted()
-            .forEach(cuda::add);
-      }
-      List<String> fake =
-          new ArrayList<>(
-              List.of(
-                  "gcc",
-                  "-shared",
-                  "-fPIC",
-                  "-O1",
-                  "-g",
-                  "-D_GNU_SOURCE",
-                  "-Wl,-soname,libcuda.so.1",
-                  "-o",
-                  "{out}"));
-      fake.addAll(cuda);
-      fake.addAll(List.of("-ldl", "-lpthread"));
-      compile(fake, fakes.resolve("libcuda.so.1"));
-      Path link = fakes.resolve("libcuda.so");
-      if (!Files.isSymbolicLink(link)) {
-        Files.deleteIfExists(link);
-        Files.createSymbolicLink(link, Path.of("libcuda.so.1"));
-      }
-
-      List<Path> programs = new ArrayList<>();
-      Path workload = root.resolve("gpu-actors/src/test/native/workload.c");
-      if (Files.exists(workload)) {
-        programs.add(workload);
-      }
-      Path mine = root.resolve("src-test/src/test/native");
-      if (Files.isDirectory(mine)) {
-        try (Stream<Path> s = Files.list(mine)) {
-          s.filter(p -> p.toString().endsWith(".c")).sorted().forEach(programs::add);
-        }
-      }
-      for (Path source : programs) {
-        String name = source.getFileName().toString().replaceFirst("\\.c$", "");
-        List<String> cmd = new ArrayList<>(List.of("gcc"));
-        cmd.addAll(cflags);
-        cmd.addAll(
-            List.of("-I" + source.getParent(), "-o", "{out}", source.toString(), "-L" + fakes));
-        for (String arg : buildLine(source)) {
-          cmd.add(arg.replace("<dir>", fakes.toString()));
-        }
-        compile(cmd, bin.resolve(name));
-      }
-      return new PodSide(library, List.copyOf(preload), fakes, bin);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static List<String> buildLine(Path source) throws IOException {
-    List<String> lines = Files.readAllLines(source, StandardCharsets.UTF_8);
-    for (String line : lines.subList(0, Math.min(lines.size(), 40))) {
-      Matcher m = BUILD_LINE.matcher(line);
-      if (m.matches()) {
-        String args = m.group(1).strip();
-        return args.isEmpty() ? List.of() : List.of(args.split("\\s+"));
-      }
-    }
-    return List.of("-l:libcuda.so.1", "-ldl"); // what a program of the driver API links
-  }
-
-  /** Compiles beside {@code out} and renames, so that a failed build leaves nothing half made. */
-  private static void compile(List<String> cmd, Path out) throws IOException {
-    Path tmp = out.resolveSibling("." + out.getFileName() + "." + ProcessHandle.current().pid());
-    List<String> real = cmd.stream().map(a -> a.equals("{out}") ? tmp.toString() : a).toList();
-    Result r = run(real, Map.of());
-    if (r.status() != 0) {
-      Files.deleteIfExists(tmp);
-      throw new IllegalStateException(String.join(" ", real) + " failed:\n" + r.out());
-    }
-    Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    return Map.of("LD_LIBRARY_PATH", fakes().toString());
   }
 
   /** A finished command: its exit status and its output (stdout and stderr together). */

@@ -32,7 +32,7 @@ import java.util.stream.Stream;
  * <p>A test program is compiled with build.sh's compile flags ({@code --print-cflags}) and {@code
  * -L} the fakes' folder; what it links is read from its opening comment ({@link #buildLine}): the
  * {@code gcc} command shown there, or a line {@code build: ARGS} (where {@code <dir>} stands for
- * the fakes' folder).
+ * the fakes' folder). {@link #program(Path)} compiles another module's program the same way.
  *
  * <p>Two flavours: {@link Flavour#PLAIN}, and {@link Flavour#ASAN} where the library ({@code
  * build.sh --sanitize}) and the programs carry AddressSanitizer and UBSan ({@link #preload()} puts
@@ -66,13 +66,16 @@ public final class NativeBuild {
   private final Path lib;
   private final Path bin;
   private final List<String> preload;
+  private final List<String> flags;
 
-  private NativeBuild(Flavour flavour, Path library, Path lib, Path bin, List<String> preload) {
+  private NativeBuild(
+      Flavour flavour, Path library, Path lib, Path bin, List<String> preload, List<String> flags) {
     this.flavour = flavour;
     this.library = library;
     this.lib = lib;
     this.bin = bin;
     this.preload = preload;
+    this.flags = flags;
   }
 
   /** The flavour that {@code -Dgpushare.native.sanitize=true} asks for, else plain. */
@@ -121,10 +124,17 @@ public final class NativeBuild {
     return compiler;
   }
 
-  /** The gpu-actors module's folder (the tests run in it; an IDE may run them from the root). */
+  /**
+   * The gpu-actors module's folder (its tests run in it; an IDE may run them from the root; another
+   * module's tests run beside it).
+   */
   public static Path module() {
     Path here = Path.of("").toAbsolutePath();
-    for (Path p : List.of(here, here.resolve("gpu-actors"))) {
+    List<Path> candidates = new ArrayList<>(List.of(here, here.resolve("gpu-actors")));
+    if (here.getParent() != null) {
+      candidates.add(here.getParent().resolve("gpu-actors"));
+    }
+    for (Path p : candidates) {
       if (Files.exists(p.resolve("src/main/native/build.sh"))) {
         return p;
       }
@@ -182,6 +192,25 @@ public final class NativeBuild {
           "no test program " + name + " (src/test/native/" + name + ".c) in " + bin);
     }
     return p;
+  }
+
+  /**
+   * Another module's test program ({@code source}, a {@code .c} file), compiled at the first call
+   * (and again when its source, a header beside it, the fakes or build.sh changed) into this
+   * build's folder of programs, as {@code src/test/native}'s are: build.sh's compile flags, {@code
+   * -I} its folder, {@code -L} the fakes, what its opening comment says it links ({@link
+   * #buildLine}).
+   */
+  public Path program(Path source) {
+    try {
+      synchronized (NativeBuild.class) {
+        return compileProgram(source.toAbsolutePath().normalize(), lib, bin, flags);
+      }
+    } catch (AssertionError | RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new AssertionError("cannot compile " + source + ": " + e, e);
+    }
   }
 
   /** What goes into {@code LD_PRELOAD}, in order (ASan's runtime first where sanitized). */
@@ -243,28 +272,8 @@ public final class NativeBuild {
       try (Stream<Path> s = Files.list(sources)) {
         programs = s.filter(p -> p.toString().endsWith(".c")).sorted().toList();
       }
-      List<Path> inputs = new ArrayList<>(List.of(buildScript()));
-      try (Stream<Path> s = Files.list(lib)) {
-        s.forEach(inputs::add);
-      }
-      try (Stream<Path> s = Files.list(sources)) {
-        s.filter(p -> p.toString().endsWith(".h")).forEach(inputs::add);
-      }
       for (Path source : programs) {
-        String name = source.getFileName().toString().replaceFirst("\\.c$", "");
-        Path exe = bin.resolve(name);
-        List<Path> mine = new ArrayList<>(inputs);
-        mine.add(source);
-        if (upToDate(exe, mine)) {
-          continue;
-        }
-        List<String> cmd = new ArrayList<>(List.of("gcc"));
-        cmd.addAll(flags);
-        cmd.addAll(List.of("-I" + sources, "-o", "{out}", source.toString(), "-L" + lib));
-        for (String arg : buildLine(source)) {
-          cmd.add(arg.replace("<dir>", lib.toString()));
-        }
-        compile(cmd, exe, "src/test/native/" + source.getFileName());
+        compileProgram(source, lib, bin, flags);
       }
     }
 
@@ -279,7 +288,37 @@ public final class NativeBuild {
       preload.add(runtime.toString());
     }
     preload.add(library.toString());
-    return new NativeBuild(flavour, library, lib, bin, List.copyOf(preload));
+    return new NativeBuild(flavour, library, lib, bin, List.copyOf(preload), flags);
+  }
+
+  /**
+   * A test program into {@code bin} (its source's name without {@code .c}), unless it is newer than
+   * its source, the headers beside it, the fakes and build.sh.
+   */
+  private static Path compileProgram(Path source, Path lib, Path bin, List<String> flags)
+      throws Exception {
+    Path sources = source.getParent();
+    String name = source.getFileName().toString().replaceFirst("\\.c$", "");
+    Path exe = bin.resolve(name);
+    List<Path> inputs = new ArrayList<>(List.of(buildScript()));
+    try (Stream<Path> s = Files.list(lib)) {
+      s.forEach(inputs::add);
+    }
+    try (Stream<Path> s = Files.list(sources)) {
+      s.filter(p -> p.toString().endsWith(".h")).forEach(inputs::add);
+    }
+    inputs.add(source);
+    if (upToDate(exe, inputs)) {
+      return exe;
+    }
+    List<String> cmd = new ArrayList<>(List.of("gcc"));
+    cmd.addAll(flags);
+    cmd.addAll(List.of("-I" + sources, "-o", "{out}", source.toString(), "-L" + lib));
+    for (String arg : buildLine(source)) {
+      cmd.add(arg.replace("<dir>", lib.toString()));
+    }
+    compile(cmd, exe, source.toString());
+    return exe;
   }
 
   /**
