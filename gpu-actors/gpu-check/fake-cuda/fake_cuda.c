@@ -126,6 +126,8 @@ CUresult cuInit(unsigned int flags) {
   (void)flags;
   const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
   fake_trace("cuInit CUDA_VISIBLE_DEVICES=%s", cvd ? cvd : "unset");
+  const char *pipe_dir = getenv("CUDA_MPS_PIPE_DIRECTORY");
+  if (pipe_dir) fake_trace("cuInit CUDA_MPS_PIPE_DIRECTORY=%s", pipe_dir);
   CUresult rc = scripted(5, "init");
   if (rc) return rc;
   pthread_mutex_lock(&mu);

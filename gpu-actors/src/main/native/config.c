@@ -61,6 +61,12 @@ static int valid_name(const char *s, size_t max) {
   return 1;
 }
 
+/* Whether a host of GPUSHARE_SERVER names this machine: 127.0.0.0/8, ::1 or localhost. */
+static int loopback(const char *host) {
+  return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+         strcmp(host, "localhost") == 0;
+}
+
 static void parse_server(const char *server) {
   snprintf(gs_cfg.server, sizeof gs_cfg.server, "%s", server);
   if (strncmp(server, "unix:", 5) == 0) {
@@ -184,6 +190,13 @@ void gs_config_load(void) {
     } else {
       snprintf(gs_cfg.token_file, sizeof gs_cfg.token_file, "%s", token);
     }
+  }
+  if (gs_cfg.token_file[0] && !gs_cfg.unix_path[0] && gs_cfg.host[0] && !loopback(gs_cfg.host)) {
+    /* The data plane speaks plain HTTP: a token sent to another machine crosses the network in
+     * clear text. The node's Unix socket (which the webhook sets) never leaves the node. */
+    refuse("GPUSHARE_SERVER='%s' with GPUSHARE_TOKEN_FILE would send the pod's token over the "
+           "network in clear text: give unix:/path (the node's data-plane socket, as the webhook "
+           "sets it) or a loopback address (127.0.0.1, [::1], localhost)", gs_cfg.server);
   }
   gs_cfg.wait_interval_ms = duration("GPUSHARE_WAIT_INTERVAL", 10000, 1000);
   gs_cfg.grace_ms = duration("GPUSHARE_GRACE", 30000, 0);

@@ -138,6 +138,9 @@ int gs_before_cuinit(void);
 /* After the real cuInit succeeded: the memory limit is computed from the granted device. */
 void gs_after_cuinit(void);
 
+/* How many of workload.env's CUDA_MPS_* variables a grant carries (state.c names them). */
+#define GS_MPS_VARS 4
+
 /* What this process was granted; valid once gs_grant_known() is 1. */
 struct gs_grant {
   int index;          /* the GPU's real index on the node */
@@ -145,6 +148,7 @@ struct gs_grant {
   int core_limit;     /* percent, 1..100 */
   int memory_limit;   /* percent, 1..100 */
   int is_static;      /* pinned (static pod) */
+  char mps[GS_MPS_VARS][512]; /* workload.env's CUDA_MPS_* values, "" when absent */
 };
 int gs_grant_known(void);
 const struct gs_grant *gs_grant_get(void);

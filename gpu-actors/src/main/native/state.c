@@ -36,7 +36,15 @@ struct view {
   char uuid[96];
   long long position, waiting;
   long received_ms;
+  /* workload.env's MPS variables (MPS on: the pipe and log directories of the granted GPU's
+   * control daemon; always: the two limits an MPS client reads) */
+  char mps[GS_MPS_VARS][512];
 };
+
+/* The variables of the pod view's workload.env an MPS client reads at its first CUDA call. */
+static const char *const mps_vars[GS_MPS_VARS] = {
+    "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv; /* a new view came (CLOCK_MONOTONIC) */
@@ -83,6 +91,11 @@ static int parse_view(const char *body, size_t len, struct view *v) {
   x.memory = n > 0 && n <= 100 ? (int)n : 100;
   if (gs_json_long(body, len, "queuePosition", &x.position) < 0) return -1;
   if (gs_json_long(body, len, "waitingSeconds", &x.waiting) < 0) return -1;
+  for (int i = 0; i < GS_MPS_VARS; i++) {
+    char key[64];
+    snprintf(key, sizeof key, "workload.env.%s", mps_vars[i]);
+    if (gs_json_string(body, len, key, x.mps[i], sizeof x.mps[i]) < 0) return -1;
+  }
   x.known = 1;
   x.received_ms = now_ms();
   *v = x;
@@ -158,6 +171,7 @@ static void take_grant(const struct view *v) {
   grant.core_limit = v->core;
   grant.memory_limit = v->memory;
   grant.is_static = strcmp(v->policy, "static") == 0;
+  memcpy(grant.mps, v->mps, sizeof grant.mps);
   atomic_store(&grant_known, 1);
 }
 
@@ -415,6 +429,11 @@ int gs_before_cuinit(void) {
   if (rc == 0 && phase != P_INERT && !bound_uuid[0]) {
     /* before the driver reads it: this process sees its granted GPU only */
     setenv("CUDA_VISIBLE_DEVICES", grant.uuid, 1);
+    /* Under MPS the driver finds the granted GPU's control daemon (and the client its limits)
+     * through these; a node without MPS sends only the limits, which a non-MPS client ignores. */
+    for (int i = 0; i < GS_MPS_VARS; i++) {
+      if (grant.mps[i][0]) setenv(mps_vars[i], grant.mps[i], 1);
+    }
     snprintf(bound_uuid, sizeof bound_uuid, "%s", grant.uuid);
   }
   pthread_mutex_unlock(&mu);

@@ -364,6 +364,7 @@ public final class DataPlaneStub implements AutoCloseable {
     private String uid;
     private String node = "node-1";
     private String policy = "share-pool";
+    private final java.util.Map<String, String> workloadEnv = new java.util.TreeMap<>();
     private String state = "Hibernation";
     private int requestCore = 50;
     private int requestMemory = 50;
@@ -530,6 +531,11 @@ public final class DataPlaneStub implements AutoCloseable {
           });
     }
 
+    /** An entry of the view's {@code workload.env} (as a Running pod's view carries it). */
+    public StubPod workloadEnv(String name, String value) {
+      return change(() -> workloadEnv.put(name, value));
+    }
+
     public StubPod uid(String uid) {
       return change(() -> this.uid = uid);
     }
@@ -603,7 +609,18 @@ public final class DataPlaneStub implements AutoCloseable {
         b.append(",\"queuePosition\":").append(position);
         b.append(",\"waitingSeconds\":").append(waiting);
         b.append(",\"runningSeconds\":").append(running);
-        b.append(",\"conditions\":[],\"events\":[],\"usage\":null,\"workload\":null");
+        b.append(",\"conditions\":[],\"events\":[],\"usage\":null,\"workload\":");
+        if (workloadEnv.isEmpty()) {
+          b.append("null");
+        } else {
+          b.append("{\"env\":{");
+          String sep = "";
+          for (var e : workloadEnv.entrySet()) {
+            b.append(sep).append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+            sep = ",";
+          }
+          b.append("}}");
+        }
         b.append(",\"checkpoint\":");
         if (checkpointPhase == null) {
           b.append("null");

@@ -520,6 +520,43 @@ abstract class PodSideScenarios {
     }
   }
 
+  @Test
+  void aTokenIsNeverSentToAnotherMachineOverPlainHttp() throws Exception {
+    a.grantOnDemand(1);
+    try (PodProcess p =
+        workload(a, "init", "exit:0")
+            .env("GPUSHARE_SERVER", "http://10.0.0.5:8080")
+            .env("GPUSHARE_TOKEN_FILE", stub.dir().resolve("token").toString())
+            .env("GPUSHARE_ON_ERROR", "fail")
+            .start()) {
+      p.awaitStderr(
+          Pattern.compile(
+              "GPUSHARE_SERVER='http://10.0.0.5:8080' with GPUSHARE_TOKEN_FILE would send the"
+                  + " pod's token over the network in clear text"),
+          T);
+      p.awaitExit(T);
+      assertTrue(stub.requests().isEmpty(), stub.requests().toString());
+    }
+  }
+
+  // ------------------------------------------------------------------ MPS
+
+  @Test
+  void underMpsTheGrantedGpusDaemonIsFoundThroughTheViewsWorkloadEnvironment() throws Exception {
+    a.workloadEnv(
+            "CUDA_MPS_PIPE_DIRECTORY", "/run/gpushare/mps/" + DataPlaneStub.uuidOf(2) + "/pipe")
+        .workloadEnv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50")
+        .grantOnDemand(2);
+    try (PodProcess p = workload(a, "init", "exit:0").env("FAKE_CUDA_TRACE", "1").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      p.awaitStderr(
+          "fake libcuda: cuInit CUDA_MPS_PIPE_DIRECTORY=/run/gpushare/mps/"
+              + DataPlaneStub.uuidOf(2)
+              + "/pipe",
+          T);
+    }
+  }
+
   // ------------------------------------------------------------------ 4. the NVML view
 
   @Test
