@@ -62,6 +62,11 @@ import java.util.TreeSet;
  * nothing. When a given annotation overrides a container limit that differs from the request, the
  * response carries a warning that says so.
  *
+ * <p><b>The pod side</b> ({@link #mutate(JsonNode, PodSideSettings)}, on {@code CREATE}, when the
+ * settings have a data-plane socket and injection on). The same patch also brings {@code
+ * libgpushare.so} into the pod ({@link PodSideInjection}); what cannot be added without overwriting
+ * something the user wrote denies the pod like a rule, naming the field.
+ *
  * <p><b>Malformed input</b> (not JSON, not {@code admission.k8s.io/v1 AdmissionReview}, no {@code
  * request.uid}, a Pod of a shape the API server never sends) is a {@link MalformedReviewException}
  * naming the field; no response review can be formed for it.
@@ -122,17 +127,29 @@ public final class AdmissionReviewer {
     }
   }
 
-  /** The mutating endpoint: judges the pod and, when it is valid, patches it (see the class). */
+  /**
+   * The mutating endpoint with the built-in settings, which bring no pod side (no socket): limits
+   * only.
+   */
   public static AdmissionReview mutate(JsonNode review) {
-    return review(review, true);
+    return mutate(review, PodSideSettings.DEFAULT);
+  }
+
+  /**
+   * The mutating endpoint: judges the pod and, when it is valid, patches it (see the class) and, on
+   * {@code CREATE}, brings the pod side as {@code podSide} says ({@link PodSideInjection}).
+   */
+  public static AdmissionReview mutate(JsonNode review, PodSideSettings podSide) {
+    return review(review, Optional.of(podSide));
   }
 
   /** The validating endpoint: judges the pod as it stands, patches nothing. */
   public static AdmissionReview validate(JsonNode review) {
-    return review(review, false);
+    return review(review, Optional.empty());
   }
 
-  private static AdmissionReview review(JsonNode review, boolean mutate) {
+  private static AdmissionReview review(JsonNode review, Optional<PodSideSettings> podSide) {
+    boolean mutate = podSide.isPresent();
     Request request = Request.of(review);
     if (!request.judged()) {
       return answer(allowed(request.uid()).build());
@@ -156,6 +173,14 @@ public final class AdmissionReviewer {
       return answer(allowed(request.uid()).build());
     }
     Mutation mutation = mutation(pod, sharing);
+    if (request.creates() && PodSideInjection.enabled(podSide.get())) {
+      PodSideInjection.Result injection =
+          PodSideInjection.of(podSide.get(), pod.object(), pod.containerIndex(sharing.container()));
+      if (!injection.errors().isEmpty()) {
+        return answer(denied(request.uid(), pod, injection.errors()));
+      }
+      injection.ops().forEach(mutation.patch()::add);
+    }
     AdmissionResponseBuilder response = allowed(request.uid());
     if (!mutation.patch().isEmpty()) {
       byte[] patch = Json.bytes(mutation.patch());
@@ -173,7 +198,8 @@ public final class AdmissionReviewer {
    * @param object the Pod to judge, {@code null} when the review is not one the webhook judges
    * @param oldObject the Pod before an {@code UPDATE}, else {@code null}
    */
-  private record Request(String uid, String namespace, JsonNode object, JsonNode oldObject) {
+  private record Request(
+      String uid, String namespace, String operation, JsonNode object, JsonNode oldObject) {
 
     static Request of(JsonNode review) {
       if (review == null || !review.isObject()) {
@@ -213,7 +239,7 @@ public final class AdmissionReviewer {
               && "Pod".equals(objectKind)
               && (subResource == null || subResource.isEmpty());
       if (!judged) {
-        return new Request(uid, null, null, null);
+        return new Request(uid, null, operation, null, null);
       }
       if (object == null || object.isNull()) {
         throw AdmittedPod.malformed(
@@ -223,6 +249,7 @@ public final class AdmissionReviewer {
       return new Request(
           uid,
           text(request, "namespace"),
+          operation,
           object,
           "UPDATE".equals(operation) && oldObject != null && oldObject.isObject()
               ? oldObject
@@ -231,6 +258,14 @@ public final class AdmissionReviewer {
 
     boolean judged() {
       return object != null;
+    }
+
+    /**
+     * Whether the pod is being created (older captures without an operation count as creates): a
+     * pod's containers and volumes cannot change afterwards.
+     */
+    boolean creates() {
+      return operation == null || operation.equals("CREATE");
     }
 
     private static String text(JsonNode parent, String key) {

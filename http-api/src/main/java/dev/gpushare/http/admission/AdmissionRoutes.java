@@ -56,6 +56,18 @@ public final class AdmissionRoutes extends AllDirectives {
   private static final Duration BODY_TIMEOUT = Duration.ofSeconds(10);
   private static final Logger LOG = LoggerFactory.getLogger(AdmissionRoutes.class);
 
+  private final PodSideSettings podSide;
+
+  /** The routes with the built-in pod-side settings ({@link PodSideSettings#DEFAULT}). */
+  public AdmissionRoutes() {
+    this(PodSideSettings.DEFAULT);
+  }
+
+  /** The routes; the mutating endpoint completes sharing pods as {@code podSide} says. */
+  public AdmissionRoutes(PodSideSettings podSide) {
+    this.podSide = podSide;
+  }
+
   /** The routes with their error policy: every request gets a response from here. */
   public Route route() {
     return handleExceptions(
@@ -75,7 +87,10 @@ public final class AdmissionRoutes extends AllDirectives {
         "admission",
         () ->
             concat(
-                path("mutate", () -> post(() -> reviewed("mutate", AdmissionReviewer::mutate))),
+                path(
+                    "mutate",
+                    () ->
+                        post(() -> reviewed("mutate", r -> AdmissionReviewer.mutate(r, podSide)))),
                 path(
                     "validate",
                     () -> post(() -> reviewed("validate", AdmissionReviewer::validate)))));
