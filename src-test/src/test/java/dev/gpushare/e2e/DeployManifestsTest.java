@@ -15,10 +15,13 @@ import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.MappingIterator;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.http.admission.AdmissionReviewer;
+import dev.gpushare.http.admission.PodSideSettings;
 import dev.gpushare.http.launch.EmbeddedConfig;
 import dev.gpushare.http.launch.LaunchException;
 import dev.gpushare.node.cluster.ClusterFormation;
@@ -72,6 +75,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.IdentityHashMap;
@@ -99,7 +103,10 @@ import org.w3c.dom.NodeList;
  * with no field that model does not know, the facts the arbiter relies on hold (webhook scope and
  * failure policy, least-privilege RBAC, the DaemonSet's security and reservation, the TLS chain,
  * the image Jib builds), and {@code kubectl kustomize deploy/} renders every object where kubectl
- * is installed.
+ * is installed. The pod side (issue 25): the member's data-plane socket directory and the init
+ * container that hands it over, the namespace's Pod Security labels, the ConfigMap's {@code
+ * gpushare.pod-side} as the launcher reads it, and the README's excerpt of what the webhook injects
+ * compared with what the webhook really adds to the reference manifest.
  */
 class DeployManifestsTest {
 
@@ -622,9 +629,12 @@ class DeployManifestsTest {
     assertEquals("all", env(c, "NVIDIA_VISIBLE_DEVICES"));
     assertEquals("utility", env(c, "NVIDIA_DRIVER_CAPABILITIES"));
 
-    // The journal is in PostgreSQL: no host directory to hand to the arbiter's uid, so no root
-    // init container either.
-    assertEquals(List.of(), pod.getInitContainers(), "init containers");
+    // The journal is in PostgreSQL: the only host directory handed to the arbiter's uid is the
+    // data-plane socket's, and the only init container is the one that hands it over.
+    assertEquals(
+        List.of(DATA_PLANE_INIT),
+        pod.getInitContainers().stream().map(Container::getName).toList(),
+        "init containers");
 
     // No container holds a GPU: that would make the member an exclusive-GPU pod (SPEC §2).
     for (Container any : allContainers()) {
@@ -635,12 +645,370 @@ class DeployManifestsTest {
       }
     }
 
-    // No host path at all: no /dev, no driver directory, and no journal on the node (it is the
-    // shared PostgreSQL database). --data (clock.txt of a manual clock) is an emptyDir.
-    List<Volume> hostPaths =
-        pod.getVolumes().stream().filter(v -> v.getHostPath() != null).toList();
-    assertEquals(List.of(), hostPaths, "host paths");
+    // One host path only, the data-plane socket's directory: no /dev, no driver directory, and
+    // no journal on the node (it is the shared PostgreSQL database). --data (clock.txt of a
+    // manual clock) is an emptyDir.
+    List<String> hostPaths =
+        pod.getVolumes().stream()
+            .filter(v -> v.getHostPath() != null)
+            .map(v -> v.getName() + "=" + v.getHostPath().getPath())
+            .toList();
+    assertEquals(List.of(DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR), hostPaths, "host paths");
     assertNotNull(volumeMountedAt(argValue("--data")).getEmptyDir(), "--data is an emptyDir");
+  }
+
+  // ---------------------------------------------------------------- the pod side (issue 25)
+
+  /** The host directory of the member's data-plane socket: on the host, in the member, in pods. */
+  static final String DATA_PLANE_DIR = "/run/gpushare/data-plane";
+
+  static final String DATA_PLANE_VOLUME = "data-plane";
+
+  /** The root init container that hands that directory to the member's uid. */
+  static final String DATA_PLANE_INIT = "data-plane-dir";
+
+  @Test
+  void theMemberMountsTheDataPlaneSocketsHostDirectoryReadWriteAtTheSamePath() {
+    Volume v = volumeMountedAt(DATA_PLANE_DIR);
+    assertEquals(DATA_PLANE_VOLUME, v.getName());
+    assertEquals(DATA_PLANE_DIR, v.getHostPath().getPath(), "the same path on the host");
+    assertEquals("DirectoryOrCreate", v.getHostPath().getType(), "the first member creates it");
+    VolumeMount m =
+        arbiter().getVolumeMounts().stream()
+            .filter(x -> x.getName().equals(DATA_PLANE_VOLUME))
+            .findFirst()
+            .orElseThrow();
+    assertNotEquals(Boolean.TRUE, m.getReadOnly(), "the member creates its socket there");
+    // The socket the launcher serves lies in that directory (what the webhook mounts into pods).
+    assertEquals(PodSideSettings.DEPLOY_SOCKET, launcherConfig().podSide().socket().orElseThrow());
+    assertEquals(DATA_PLANE_DIR, parent(PodSideSettings.DEPLOY_SOCKET));
+  }
+
+  @Test
+  void aRootInitContainerWithOnlyChownAndFownerHandsTheDirectoryToTheMembersUid() {
+    PodSpec pod = podSpec();
+    Container init = pod.getInitContainers().get(0);
+    assertEquals(DATA_PLANE_INIT, init.getName());
+    assertEquals(arbiter().getImage(), init.getImage(), "the member's image: nothing else to pull");
+    long uid = pod.getSecurityContext().getRunAsUser();
+    long gid = pod.getSecurityContext().getRunAsGroup();
+    assertEquals(uid, arbiter().getSecurityContext().getRunAsUser());
+    assertEquals(
+        List.of(
+            "/bin/sh",
+            "-c",
+            "chown " + uid + ":" + gid + " " + DATA_PLANE_DIR + " && chmod 0755 " + DATA_PLANE_DIR),
+        init.getCommand());
+    assertTrue(init.getArgs().isEmpty(), init.getArgs().toString());
+    assertEquals(
+        List.of(DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR),
+        init.getVolumeMounts().stream().map(m -> m.getName() + "=" + m.getMountPath()).toList());
+    assertNotEquals(Boolean.TRUE, init.getVolumeMounts().get(0).getReadOnly());
+    assertTrue(init.getPorts().isEmpty());
+    assertNotNull(init.getResources().getLimits().get("memory"), "a memory limit");
+
+    // Root, because it chowns a directory the kubelet created as root; nothing else.
+    SecurityContext sc = init.getSecurityContext();
+    assertEquals(Long.valueOf(0), sc.getRunAsUser());
+    assertEquals(Boolean.FALSE, sc.getRunAsNonRoot(), "overrides the pod's runAsNonRoot");
+    assertEquals(Boolean.FALSE, sc.getPrivileged());
+    assertEquals(Boolean.FALSE, sc.getAllowPrivilegeEscalation());
+    assertEquals(Boolean.TRUE, sc.getReadOnlyRootFilesystem());
+    assertEquals(List.of("ALL"), sc.getCapabilities().getDrop());
+    assertEquals(Set.of("CHOWN", "FOWNER"), new TreeSet<>(sc.getCapabilities().getAdd()));
+    assertTrue(BASELINE_CAPABILITIES.containsAll(sc.getCapabilities().getAdd()));
+    assertNull(sc.getSeccompProfile(), "the pod's RuntimeDefault applies");
+  }
+
+  @Test
+  void theInitContainersCommandLeavesTheDirectoryToTheMemberWithMode0755() throws Exception {
+    Optional<Path> sh = onPath("sh");
+    Assumptions.assumeTrue(sh.isPresent(), "sh is not on PATH");
+    Assumptions.assumeTrue(
+        "root".equals(System.getProperty("user.name")), "chown to another uid needs root");
+    Path dir = Files.createTempDirectory("gpushare-data-plane");
+    try {
+      Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx------"));
+      String command =
+          podSpec()
+              .getInitContainers()
+              .get(0)
+              .getCommand()
+              .get(2)
+              .replace(DATA_PLANE_DIR, dir.toString());
+      Process p = new ProcessBuilder(sh.get().toString(), "-c", command).inheritIO().start();
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS), "sh -c " + command);
+      assertEquals(0, p.exitValue(), command);
+      assertEquals(
+          podSpec().getSecurityContext().getRunAsUser().intValue(),
+          Files.getAttribute(dir, "unix:uid"));
+      assertEquals(
+          podSpec().getSecurityContext().getRunAsGroup().intValue(),
+          Files.getAttribute(dir, "unix:gid"));
+      assertEquals(
+          PosixFilePermissions.fromString("rwxr-xr-x"), Files.getPosixFilePermissions(dir));
+      // Again: a restarted member finds the directory already handed over.
+      Process again = new ProcessBuilder(sh.get().toString(), "-c", command).inheritIO().start();
+      assertTrue(again.waitFor(30, TimeUnit.SECONDS));
+      assertEquals(0, again.exitValue(), "idempotent");
+    } finally {
+      deleteTree(dir);
+    }
+  }
+
+  /** deploy/README.md, whose pod-side section shows what the webhook adds. */
+  static final Path README = DEPLOY.resolve("README.md");
+
+  static final String POD_SIDE_SECTION = "## The pod side: what the webhook injects";
+
+  @Test
+  void theReadmesExcerptIsExactlyWhatTheWebhookAddsToTheReferencePod() throws IOException {
+    List<JsonNode> blocks = yamlBlocks(podSideSection());
+    EmbeddedConfig config = launcherConfig();
+    JsonNode before = demoPodJson();
+    JsonNode after = webhook(before, config.podSide());
+    assertExcerpt(blocks.get(0), before, after, "step 3");
+
+    // The namespace step names the level that admits the pod's hostPath volumes.
+    assertTrue(
+        podSideSection()
+            .contains(
+                "kubectl label namespace <namespace>"
+                    + " pod-security.kubernetes.io/enforce=privileged --overwrite"),
+        "the kubectl label command of step 2");
+    assertTrue(
+        after.path("spec").path("volumes").findValues("hostPath").size() > 0,
+        "the webhook adds a hostPath: hence privileged");
+  }
+
+  @Test
+  void theReadmesMpsExcerptIsExactlyWhatTheWebhookAddsOnMpsNodes() throws IOException {
+    List<JsonNode> blocks = yamlBlocks(podSideSection());
+    PodSideSettings plain = launcherConfig().podSide();
+    PodSideSettings mps =
+        launcherConfig(Map.of("PGPASSWORD", TEST_PASSWORD, "GPUSHARE_MPS_ROOT", MPS_ROOT))
+            .podSide();
+    JsonNode before = webhook(demoPodJson(), plain);
+    JsonNode after = webhook(demoPodJson(), mps);
+    // blocks: step 3's excerpt, step 5's annotation, step 6's MPS additions.
+    assertEquals(3, blocks.size(), "YAML blocks of the pod-side section");
+    assertEquals(
+        "false",
+        blocks.get(1).path("metadata").path("annotations").path("gpushare.dev/inject").asText());
+    ObjectNode excerpt = YAML.createObjectNode();
+    excerpt.set("spec", blocks.get(2));
+    assertExcerpt(excerpt, before, after, "step 6");
+  }
+
+  /** The text of the README's pod-side section. */
+  static String podSideSection() throws IOException {
+    String text = Files.readString(README);
+    int start = text.indexOf(POD_SIDE_SECTION);
+    assertTrue(start >= 0, "deploy/README.md has no section " + POD_SIDE_SECTION);
+    int end = text.indexOf("\n## ", start + POD_SIDE_SECTION.length());
+    return text.substring(start, end < 0 ? text.length() : end);
+  }
+
+  /** The fenced yaml blocks of {@code text}, parsed. */
+  static List<JsonNode> yamlBlocks(String text) throws IOException {
+    List<JsonNode> out = new ArrayList<>();
+    String[] lines = text.split("\n", -1);
+    for (int i = 0; i < lines.length; i++) {
+      if (lines[i].strip().equals("```yaml")) {
+        StringBuilder block = new StringBuilder();
+        for (i++; !lines[i].strip().equals("```"); i++) {
+          block.append(lines[i]).append('\n');
+        }
+        out.add(YAML.readTree(block.toString()));
+      }
+    }
+    return out;
+  }
+
+  /** The reference manifest (shared/examples/gpu-share-demo.yaml) as the webhook receives it. */
+  static JsonNode demoPodJson() throws IOException {
+    return Api.JSON.readTree(K8S.asJson(KubernetesModeTest.demoPod()));
+  }
+
+  /** The pod after the mutating webhook's patch for a CREATE with these settings. */
+  static JsonNode webhook(JsonNode pod, PodSideSettings podSide) throws IOException {
+    ObjectNode review = Api.JSON.createObjectNode();
+    review.put("apiVersion", "admission.k8s.io/v1").put("kind", "AdmissionReview");
+    ObjectNode request = review.putObject("request");
+    request.put("uid", "00000000-0000-0000-0000-000000000025");
+    request.putObject("kind").put("group", "").put("version", "v1").put("kind", "Pod");
+    request.putObject("resource").put("group", "").put("version", "v1").put("resource", "pods");
+    request.put("name", pod.path("metadata").path("name").asText());
+    request.put("namespace", pod.path("metadata").path("namespace").asText());
+    request.put("operation", "CREATE");
+    request.set("object", pod);
+    JsonNode answer = Api.JSON.valueToTree(AdmissionReviewer.mutate(review, podSide));
+    assertTrue(answer.at("/response/allowed").asBoolean(), answer.toString());
+    JsonNode patch =
+        Api.JSON.readTree(Base64.getDecoder().decode(answer.at("/response/patch").asText()));
+    JsonNode out = pod.deepCopy();
+    for (JsonNode op : patch) {
+      out = applyOp(out, op);
+    }
+    return out;
+  }
+
+  /** One JSONPatch operation ({@code add} or {@code replace}: what the webhook sends). */
+  static JsonNode applyOp(JsonNode root, JsonNode op) {
+    String kind = op.path("op").asText();
+    assertTrue(Set.of("add", "replace").contains(kind), "the webhook's operations: " + op);
+    String path = op.path("path").asText();
+    int slash = path.lastIndexOf('/');
+    JsonNode parent = root.at(path.substring(0, slash));
+    String last = path.substring(slash + 1).replace("~1", "/").replace("~0", "~");
+    JsonNode value = op.get("value").deepCopy();
+    if (parent instanceof ObjectNode o) {
+      o.set(last, value);
+    } else if (parent instanceof ArrayNode a) {
+      if (last.equals("-")) {
+        a.add(value);
+      } else if (kind.equals("add")) {
+        a.insert(Integer.parseInt(last), value);
+      } else {
+        a.set(Integer.parseInt(last), value);
+      }
+    } else {
+      fail("no parent for " + op + " in " + root);
+    }
+    return root;
+  }
+
+  /**
+   * The excerpt is what the webhook added: every field it shows is in the pod after the webhook
+   * (lists of named items matched by name, other lists equal), and every item the webhook added to
+   * a list of named items (init containers, volumes, the GPU container's env and mounts) is shown.
+   */
+  static void assertExcerpt(JsonNode excerpt, JsonNode before, JsonNode after, String where) {
+    assertContained(excerpt, after, where + " $");
+    for (String list : List.of("initContainers", "volumes")) {
+      assertEquals(
+          added(before.path("spec").path(list), after.path("spec").path(list)),
+          names(excerpt.path("spec").path(list)),
+          where + ": spec." + list + " the webhook added");
+    }
+    JsonNode gpuBefore = before.path("spec").path("containers").get(0);
+    JsonNode gpuAfter = after.path("spec").path("containers").get(0);
+    JsonNode gpuShown = excerpt.path("spec").path("containers").get(0);
+    for (String list : List.of("env", "volumeMounts")) {
+      assertEquals(
+          added(gpuBefore.path(list), gpuAfter.path(list)),
+          names(gpuShown.path(list)),
+          where + ": the GPU container's " + list + " the webhook added, in its order");
+      assertShownWhole(gpuShown.path(list), gpuAfter.path(list), where + " " + list);
+    }
+    for (String list : List.of("initContainers", "volumes")) {
+      assertShownWhole(
+          excerpt.path("spec").path(list), after.path("spec").path(list), where + " " + list);
+    }
+  }
+
+  /** Every item shown is shown whole: nothing of the webhook's item is left out. */
+  static void assertShownWhole(JsonNode shown, JsonNode actual, String at) {
+    for (JsonNode item : shown) {
+      String name = item.path("name").asText();
+      for (JsonNode a : actual) {
+        if (name.equals(a.path("name").asText(null))) {
+          assertContained(a, item, at + "[" + name + "] (the README leaves something out)");
+        }
+      }
+    }
+  }
+
+  static void assertContained(JsonNode shown, JsonNode actual, String at) {
+    if (shown.isObject()) {
+      assertTrue(actual.isObject(), at + ": " + actual);
+      shown
+          .fields()
+          .forEachRemaining(
+              f -> assertContained(f.getValue(), actual.path(f.getKey()), at + "." + f.getKey()));
+    } else if (shown.isArray() && shown.size() > 0 && shown.get(0).has("name")) {
+      assertTrue(actual.isArray(), at + ": " + actual);
+      for (JsonNode item : shown) {
+        String name = item.path("name").asText();
+        JsonNode match = null;
+        for (JsonNode a : actual) {
+          if (name.equals(a.path("name").asText(null))) {
+            match = a;
+          }
+        }
+        assertNotNull(match, at + ": no item named " + name + " in " + actual);
+        assertContained(item, match, at + "[" + name + "]");
+      }
+    } else if (shown.isNumber() && actual.isNumber()) {
+      assertTrue(
+          shown.decimalValue().compareTo(actual.decimalValue()) == 0,
+          at + ": shown " + shown + ", the webhook's " + actual);
+    } else if (shown.isArray()) {
+      assertEquals(shown.size(), actual.size(), at + ": " + actual);
+      for (int i = 0; i < shown.size(); i++) {
+        assertContained(shown.get(i), actual.get(i), at + "[" + i + "]");
+      }
+    } else {
+      assertEquals(shown.asText(), actual.asText(null), at);
+      assertEquals(shown.isTextual(), actual.isTextual(), at + ": " + shown + " vs " + actual);
+    }
+  }
+
+  static List<String> names(JsonNode list) {
+    List<String> out = new ArrayList<>();
+    list.forEach(n -> out.add(n.path("name").asText()));
+    return out;
+  }
+
+  /** The names in {@code after} that {@code before} does not have, in {@code after}'s order. */
+  static List<String> added(JsonNode before, JsonNode after) {
+    Set<String> had = new TreeSet<>(names(before));
+    return names(after).stream().filter(n -> !had.contains(n)).toList();
+  }
+
+  @Test
+  void theConfigMapsPodSideBlockWritesEveryKeyOutWithAReasonAndTheLauncherAcceptsIt() {
+    Config block = ConfigFactory.parseString(configMapFile()).getConfig("gpushare.pod-side");
+    assertEquals(
+        Set.of(
+            "socket",
+            "inject",
+            "image",
+            "image-pull-policy",
+            "library-dir",
+            "token-audience",
+            "token-expiration",
+            "runtime-class",
+            "mps-uid"),
+        block.root().keySet(),
+        "every key written out");
+    for (String key : block.root().keySet()) {
+      assertFalse(
+          block.getValue(key).origin().comments().isEmpty(), "gpushare.pod-side." + key + ": why");
+    }
+
+    PodSideSettings podSide = launcherConfig().podSide();
+    PodSideSettings d = PodSideSettings.DEFAULT;
+    assertEquals(Optional.of(PodSideSettings.DEPLOY_SOCKET), podSide.socket());
+    assertTrue(podSide.inject(), "the webhook injects");
+    // The init container in the pods is the member's own image, so library and member match.
+    assertEquals(arbiter().getImage(), podSide.image());
+    // Every other key at the launcher's default.
+    assertEquals(d.imagePullPolicy(), podSide.imagePullPolicy());
+    assertEquals(d.libraryDir(), podSide.libraryDir());
+    assertEquals(d.tokenAudience(), podSide.tokenAudience());
+    assertEquals(d.tokenExpiration(), podSide.tokenExpiration());
+    assertEquals(d.runtimeClass(), podSide.runtimeClass());
+    assertEquals(d.mpsUid(), podSide.mpsUid());
+    // MPS is the mps component's (GPUSHARE_MPS_ROOT), not the base's.
+    assertEquals(Optional.empty(), podSide.mpsRoot());
+    assertEquals(
+        Optional.of(MPS_ROOT),
+        launcherConfig(Map.of("PGPASSWORD", TEST_PASSWORD, "GPUSHARE_MPS_ROOT", MPS_ROOT))
+            .podSide()
+            .mpsRoot());
+    // The member serves the webhook, and injecting needs the socket: both are there.
+    assertTrue(arbiter().getArgs().contains("--webhook-port"));
   }
 
   // ---------------------------------------------------------------- the PostgreSQL journal
@@ -758,17 +1126,31 @@ class DeployManifestsTest {
   }
 
   @Test
-  void theNamespaceEnforcesPodSecurityRestrictedAndEveryPodMeetsIt() {
+  void theNamespaceEnforcesPrivilegedForTheSocketDirectoryAloneAndWarnsAndAuditsAtRestricted() {
     Map<String, String> labels = typed(doc("Namespace", NS)).getMetadata().getLabels();
-    assertEquals("restricted", labels.get("pod-security.kubernetes.io/enforce"));
+    assertEquals("privileged", labels.get("pod-security.kubernetes.io/enforce"));
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/warn"));
+    assertEquals("restricted", labels.get("pod-security.kubernetes.io/audit"));
+    // What "privileged" admits beyond "restricted": the data-plane hostPath and the root init
+    // container that chowns it (tested above), nothing else. Every other volume and container of
+    // the namespace meets "restricted".
     Job job = typed(doc("Job", JOB));
-    for (PodSpec pod : List.of(podSpec(), job.getSpec().getTemplate().getSpec())) {
+    List<String> relaxed = new ArrayList<>();
+    Map<String, PodSpec> pods =
+        Map.of("DaemonSet", podSpec(), "Job", job.getSpec().getTemplate().getSpec());
+    for (Map.Entry<String, PodSpec> entry : new TreeMap<>(pods).entrySet()) {
+      PodSpec pod = entry.getValue();
       assertNotEquals(Boolean.TRUE, pod.getHostNetwork());
       assertNotEquals(Boolean.TRUE, pod.getHostPID());
       assertNotEquals(Boolean.TRUE, pod.getHostIPC());
       assertEquals(Boolean.TRUE, pod.getSecurityContext().getRunAsNonRoot());
       assertEquals("RuntimeDefault", pod.getSecurityContext().getSeccompProfile().getType());
       for (Volume v : pod.getVolumes()) {
+        if (v.getHostPath() != null) {
+          relaxed.add(
+              entry.getKey() + " hostPath " + v.getName() + "=" + v.getHostPath().getPath());
+          continue;
+        }
         assertTrue(
             v.getConfigMap() != null || v.getSecret() != null || v.getEmptyDir() != null,
             "restricted allows configMap, secret and emptyDir here, not " + v);
@@ -776,6 +1158,10 @@ class DeployManifestsTest {
       List<Container> containers = new ArrayList<>(pod.getInitContainers());
       containers.addAll(pod.getContainers());
       for (Container c : containers) {
+        if (Long.valueOf(0).equals(c.getSecurityContext().getRunAsUser())) {
+          relaxed.add(entry.getKey() + " root container " + c.getName());
+          continue;
+        }
         SecurityContext sc = c.getSecurityContext();
         assertNotEquals(Boolean.TRUE, sc.getPrivileged(), c.getName());
         assertEquals(Boolean.FALSE, sc.getAllowPrivilegeEscalation(), c.getName());
@@ -788,6 +1174,12 @@ class DeployManifestsTest {
             c.getName() + " hostPort");
       }
     }
+    assertEquals(
+        List.of(
+            "DaemonSet hostPath " + DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR,
+            "DaemonSet root container " + DATA_PLANE_INIT),
+        relaxed,
+        "what the namespace's privileged level admits");
   }
 
   @Test
@@ -1241,20 +1633,18 @@ class DeployManifestsTest {
   }
 
   @Test
-  void theMpsComponentRelaxesTheNamespaceToPrivilegedAndNothingElse() throws IOException {
+  void theMpsComponentStillAsksForPrivilegedItselfAndNothingElse() throws IOException {
     Doc d = mpsDoc("namespace-privileged.yaml");
     assertEquals("Namespace", d.kind());
     HasMetadata ns = typed(d);
     assertEquals(NS, ns.getMetadata().getName());
     assertEquals(
         Map.of("pod-security.kubernetes.io/enforce", "privileged"), ns.getMetadata().getLabels());
-    // What it relaxes: the base enforces restricted.
-    assertEquals(
-        "restricted",
-        typed(doc("Namespace", NS))
-            .getMetadata()
-            .getLabels()
-            .get("pod-security.kubernetes.io/enforce"));
+    // Redundant since the data-plane socket: the base enforces privileged itself. Kept, so that
+    // the component still gets what it needs over an overlay that tightens the base again.
+    Map<String, String> base = typed(doc("Namespace", NS)).getMetadata().getLabels();
+    assertEquals("privileged", base.get("pod-security.kubernetes.io/enforce"));
+    assertEquals("restricted", base.get("pod-security.kubernetes.io/warn"));
   }
 
   @Test
@@ -1432,6 +1822,11 @@ class DeployManifestsTest {
         pod.getVolumes().stream().map(Volume::getName).collect(Collectors.toSet());
     assertTrue(volumes.containsAll(Set.of("mps-script", "mps-root", "mps-shm", "mps-tmp")));
     assertTrue(volumes.containsAll(Set.of("data", "config", "tls", "tmp")), volumes.toString());
+    // The base's socket directory and its init container stay beside MPS.
+    assertTrue(volumes.contains(DATA_PLANE_VOLUME), volumes.toString());
+    assertEquals(
+        List.of(DATA_PLANE_INIT),
+        pod.getInitContainers().stream().map(Container::getName).toList());
   }
 
   /** The one object of a file of deploy/mps/. */
