@@ -11,6 +11,7 @@ import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
+import dev.gpushare.http.admission.PodSideSettings;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;
@@ -49,6 +50,8 @@ import java.util.function.Function;
  *     --data})
  * @param http what the API's HTTP server holds open at most ({@code gpushare.http}, {@link
  *     HttpConfig}; default {@link HttpLimits#DEFAULT})
+ * @param podSide the data-plane socket and what the webhook adds to sharing pods ({@code
+ *     gpushare.pod-side}, {@link PodSideConfig}; its {@code mpsRoot} is {@code gpushare.gpu}'s)
  */
 public record EmbeddedConfig(
     RuntimeSettings settings,
@@ -56,7 +59,29 @@ public record EmbeddedConfig(
     Instant manualClockStart,
     KubernetesWrites kubernetes,
     JournalSettings journal,
-    HttpLimits http) {
+    HttpLimits http,
+    PodSideSettings podSide) {
+
+  /**
+   * The configuration with the default pod side ({@link PodSideSettings#DEFAULT}, with the MPS
+   * directory of {@code settings}).
+   */
+  public EmbeddedConfig(
+      RuntimeSettings settings,
+      ClockMode clock,
+      Instant manualClockStart,
+      KubernetesWrites kubernetes,
+      JournalSettings journal,
+      HttpLimits http) {
+    this(
+        settings,
+        clock,
+        manualClockStart,
+        kubernetes,
+        journal,
+        http,
+        PodSideSettings.DEFAULT.withMpsRoot(settings.gpu().mpsRoot()));
+  }
 
   /** The configuration with the default HTTP limits. */
   public EmbeddedConfig(
@@ -109,7 +134,8 @@ public record EmbeddedConfig(
           "kubernetes",
           "journal",
           "gpu",
-          "http");
+          "http",
+          "pod-side");
   private static final Set<String> KUBERNETES_KEYS =
       Set.of("node-status-mode", "qps", "burst", "max-backoff");
   private static final Set<String> RESERVED_KEYS = Set.of("cpu", "memory");
@@ -213,6 +239,8 @@ public record EmbeddedConfig(
     JournalSettings journal = JournalConfig.read(section, errors, environment);
     GpuSettings gpu = GpuConfig.read(section, errors, environment);
     HttpLimits http = HttpConfig.read(section, errors);
+    PodSideSettings podSide =
+        PodSideConfig.read(section, errors, gpu == null ? Optional.empty() : gpu.mpsRoot());
     errors.throwIfAny();
     return new EmbeddedConfig(
         new RuntimeSettings(nodes, reserved, askTimeout, gpu),
@@ -220,7 +248,8 @@ public record EmbeddedConfig(
         start,
         kubernetes,
         journal,
-        http);
+        http,
+        podSide);
   }
 
   private static KubernetesWrites kubernetes(

@@ -187,7 +187,7 @@ final class GpuConfig {
     }
   }
 
-  private static Optional<Boolean> onOff(String value) {
+  static Optional<Boolean> onOff(String value) {
     switch (value.toLowerCase(Locale.ROOT)) {
       case "on":
       case "true":
