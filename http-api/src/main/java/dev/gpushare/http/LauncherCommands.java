@@ -1,6 +1,7 @@
 package dev.gpushare.http;
 
 import dev.gpushare.http.tools.InitSchemaCommand;
+import dev.gpushare.http.tools.InstallLibraryCommand;
 import dev.gpushare.http.tools.JournalCommand;
 import dev.gpushare.http.tools.ReplayCommand;
 import java.io.PrintStream;
@@ -9,8 +10,10 @@ import java.util.List;
 
 /**
  * The launcher's commands, chosen by the first argument: {@code java -jar gpushare.jar init-schema
- * …} ({@link InitSchemaCommand}) and {@code java -jar gpushare.jar journal …} ({@link
- * JournalCommand}). Without one of them the launcher starts the server.
+ * …} ({@link InitSchemaCommand}), {@code java -jar gpushare.jar journal …} ({@link
+ * JournalCommand}), {@code replay} ({@link ReplayCommand}) and {@code install-library DIR} ({@link
+ * InstallLibraryCommand}, the webhook's init container). Without one of them the launcher starts
+ * the server.
  */
 final class LauncherCommands {
 
@@ -20,7 +23,8 @@ final class LauncherCommands {
     return args.length > 0
         && (args[0].equals(InitSchemaCommand.NAME)
             || args[0].equals(JournalCommand.NAME)
-            || args[0].equals(ReplayCommand.NAME));
+            || args[0].equals(ReplayCommand.NAME)
+            || args[0].equals(InstallLibraryCommand.NAME));
   }
 
   /** Runs the command; answers its exit status. */
@@ -30,6 +34,7 @@ final class LauncherCommands {
       case InitSchemaCommand.NAME -> InitSchemaCommand.run(rest, out, err);
       case JournalCommand.NAME -> JournalCommand.run(rest, out, err);
       case ReplayCommand.NAME -> ReplayCommand.run(rest, out, err);
+      case InstallLibraryCommand.NAME -> InstallLibraryCommand.run(rest, out, err);
       default -> throw new IllegalArgumentException("not a command: " + args[0]);
     };
   }

@@ -311,6 +311,7 @@ public record LauncherOptions(
                                       [--config FILE] [--data DIR]
                java -jar gpushare.jar replay TRACE_DIR [--trace NAME|all] [--policies LIST]
                                       [--seeds 1..10] [--order creation_time|shuffled] [--csv FILE]
+               java -jar gpushare.jar install-library DIR
                java -cp gpushare.jar dev.gpushare.cli.GpushareCli COMMAND…   (the gpushare CLI)
 
         Starts the GPU-share arbiter in embedded mode (simulated GPU-HPN nodes; the H2 journal
@@ -319,8 +320,9 @@ public record LauncherOptions(
         is ready.
 
         init-schema creates the journal's tables (needed once on PostgreSQL); journal prints
-        an entity's events or the persistence ids. `java -jar gpushare.jar COMMAND --help`
-        tells more.
+        an entity's events or the persistence ids; install-library copies the pod-side
+        libgpushare.so into DIR (the webhook's init container). `java -jar gpushare.jar
+        COMMAND --help` tells more.
 
         Flags:
           --port N                 TCP port, 0 to 65535 (0 picks a free port); default 8080
@@ -333,7 +335,8 @@ public record LauncherOptions(
                                    (simulated nodes, reserved CPU/memory per GPU, ask timeout,
                                    the journal: gpushare.journal.kind = h2 | postgres, the
                                    GPUs: gpushare.gpu.backend = auto | nvml | simulated,
-                                   the API server's limits: gpushare.http.max-watches, ...);
+                                   the API server's limits: gpushare.http.max-watches,
+                                   the pod side: gpushare.pod-side.socket = PATH, ...);
                                    its gpushare.nodes replaces the built-in node list
           --webhook-port N         HTTPS port of the admission webhook (POST /admission/mutate,
                                    POST /admission/validate) on --host, 0 to 65535; default 0:
