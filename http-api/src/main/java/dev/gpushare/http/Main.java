@@ -9,6 +9,7 @@ import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.gpu.GpuBackendUnavailable;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.http.admission.AdmissionRoutes;
+import dev.gpushare.http.admission.PodSideSettings;
 import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.http.auth.Access;
 import dev.gpushare.http.auth.AdminToken;
@@ -23,6 +24,8 @@ import dev.gpushare.http.launch.JournalAccess;
 import dev.gpushare.http.launch.JournalConfig;
 import dev.gpushare.http.launch.LaunchException;
 import dev.gpushare.http.launch.LauncherOptions;
+import dev.gpushare.http.server.HttpLimits;
+import dev.gpushare.http.server.UnixSocketBridge;
 import dev.gpushare.http.tls.ServerTls;
 import dev.gpushare.http.tools.InitSchemaCommand;
 import dev.gpushare.node.GpuSettings;
@@ -37,6 +40,7 @@ import dev.gpushare.node.kube.KubernetesMode;
 import dev.gpushare.persistence.DataDirectory;
 import dev.gpushare.persistence.JdbcJournalInspector;
 import dev.gpushare.persistence.JournalHealth;
+import dev.gpushare.persistence.JournalInspector;
 import dev.gpushare.persistence.JournalSettings;
 import dev.gpushare.persistence.SchemaSetup;
 import io.fabric8.kubernetes.client.KubernetesClient;
@@ -45,6 +49,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.net.BindException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -100,7 +105,17 @@ import org.slf4j.LoggerFactory;
  * <p>With {@code --webhook-port} the admission webhook ({@link AdmissionRoutes}) also listens, over
  * HTTPS with the PEM pair of {@code --tls-cert}/{@code --tls-key}, which are read and checked
  * before anything starts (status 2 when they are unusable); its address is logged, stdout keeps its
- * one line.
+ * one line. It completes sharing pods as {@code gpushare.pod-side} says ({@link PodSideSettings});
+ * with {@code inject = on} (the default) it needs {@code gpushare.pod-side.socket}, else the
+ * launcher stops with status 2 naming that key.
+ *
+ * <p>With {@code gpushare.pod-side.socket} set, the data plane is also served on that Unix socket
+ * (mode 0666), where {@code libgpushare.so} in a pod reaches its member: a second binding of the
+ * same API (same service, same access) on {@code 127.0.0.1:0}, its watches capped per client at
+ * {@code max-watches} (every socket client shows as 127.0.0.1), and a {@link UnixSocketBridge} from
+ * the socket to it, bound after the main binding ({@code data plane listening on unix:PATH} is
+ * logged) and stopped by coordinated shutdown, which removes the socket file. The socket's
+ * directory must exist and nothing but a socket file may be at the path (status 2 otherwise).
  */
 public final class Main {
   /**
@@ -182,6 +197,7 @@ public final class Main {
     Config loaded = EmbeddedConfig.load(options.config());
     EmbeddedConfig embedded =
         EmbeddedConfig.from(EmbeddedConfig.resolve(loaded, ConfigFactory.load()));
+    checkPodSide(options, embedded.podSide());
     Optional<ServerTls> webhookTls =
         options.webhook().enabled()
             ? Optional.of(
@@ -255,6 +271,30 @@ public final class Main {
         webhookTls,
         formation,
         extenderTls);
+  }
+
+  /**
+   * The pod side's settings against the flags, before anything starts: a webhook that injects needs
+   * the data-plane socket, and the socket's place must be usable (its directory there, nothing but
+   * a stale socket file at the path).
+   */
+  static void checkPodSide(LauncherOptions options, PodSideSettings podSide) {
+    if (options.webhook().enabled() && podSide.inject() && podSide.socket().isEmpty()) {
+      throw new LaunchException(
+          "gpushare.pod-side.socket: off, with --webhook-port "
+              + options.webhook().port()
+              + " and gpushare.pod-side.inject = on; the webhook would complete sharing pods to"
+              + " reach this member on the data-plane socket, which is not served: set"
+              + " gpushare.pod-side.socket to the socket's absolute path (deploy/ uses \""
+              + PodSideSettings.DEPLOY_SOCKET
+              + "\"), or gpushare.pod-side.inject = off");
+    }
+    if (podSide.socket().isPresent()) {
+      String why = UnixSocketBridge.unusable(Path.of(podSide.socket().get()));
+      if (why != null) {
+        throw new LaunchException("gpushare.pod-side.socket: " + why);
+      }
+    }
   }
 
   /**
@@ -386,19 +426,34 @@ public final class Main {
         kubeClient = startKubernetesMode(system, service, prepared.embedded());
       }
       List<String> afterReady = new ArrayList<>();
-      Access access = access(system, options, kubeClient, afterReady::add);
+      Access access =
+          access(
+              system,
+              options,
+              kubeClient,
+              prepared.embedded().podSide().tokenAudience(),
+              afterReady::add);
+      JournalInspector inspector = JdbcJournalInspector.create(system);
       HttpApi api =
           new HttpApi(
-              service,
-              JdbcJournalInspector.create(system),
-              prepared.clockAdvanced(),
-              access,
-              prepared.embedded().http());
+              service, inspector, prepared.clockAdvanced(), access, prepared.embedded().http());
       ServerBinding binding =
           api.bind(system, options.host(), options.port()).toCompletableFuture().get();
       binding.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+      if (prepared.embedded().podSide().socket().isPresent()) {
+        bindDataPlaneSocket(
+            system,
+            Path.of(prepared.embedded().podSide().socket().get()),
+            new HttpApi(
+                service,
+                inspector,
+                prepared.clockAdvanced(),
+                access,
+                socketLimits(prepared.embedded().http())),
+            prepared.embedded().http().maxConnections());
+      }
       if (prepared.webhookTls().isPresent()) {
-        bindWebhook(system, options, prepared.webhookTls().get());
+        bindWebhook(system, options, prepared.embedded().podSide(), prepared.webhookTls().get());
       }
       if (prepared.extenderTls().isPresent()) {
         ServerBinding extender =
@@ -629,14 +684,66 @@ public final class Main {
     }
   }
 
+  /**
+   * The limits of the data-plane socket's loopback binding: every client of the socket shows as
+   * 127.0.0.1, so the per-client watch cap is the cap of all ({@code max-watches}).
+   */
+  static HttpLimits socketLimits(HttpLimits limits) {
+    return new HttpLimits(
+        limits.headerReadTimeout(),
+        limits.maxConnections(),
+        limits.maxWatches(),
+        limits.maxWatches());
+  }
+
+  /**
+   * The data plane on the Unix socket {@code socket}: {@code api} bound on {@code 127.0.0.1:0} and
+   * a {@link UnixSocketBridge} from the socket to it, holding at most {@code maxConnections}.
+   * Coordinated shutdown stops accepting and removes the socket file when the service unbinds, lets
+   * requests in flight finish with the loopback binding, then ends what is left.
+   */
+  private static void bindDataPlaneSocket(
+      ActorSystem<Void> system, Path socket, HttpApi api, int maxConnections)
+      throws InterruptedException, ExecutionException {
+    ServerBinding loopback = api.bind(system, "127.0.0.1", 0).toCompletableFuture().get();
+    loopback.addToCoordinatedShutdown(UNBIND_DEADLINE, system);
+    InetSocketAddress target =
+        new InetSocketAddress("127.0.0.1", loopback.localAddress().getPort());
+    UnixSocketBridge bridge;
+    try {
+      bridge = UnixSocketBridge.open(socket, target, maxConnections);
+    } catch (IOException e) {
+      throw new IllegalStateException("gpushare.pod-side.socket: " + e.getMessage(), e);
+    }
+    CoordinatedShutdown shutdown = CoordinatedShutdown.get(system);
+    shutdown.addTask(
+        CoordinatedShutdown.PhaseServiceUnbind(),
+        "gpushare-data-plane-socket-unbind",
+        () -> {
+          bridge.stopAccepting();
+          return CompletableFuture.completedFuture(Done.getInstance());
+        });
+    shutdown.addTask(
+        CoordinatedShutdown.PhaseServiceStop(),
+        "gpushare-data-plane-socket-close",
+        () ->
+            CompletableFuture.supplyAsync(
+                () -> {
+                  bridge.close();
+                  return Done.getInstance();
+                }));
+    LOG.info("data plane listening on unix:{}", bridge.socket());
+  }
+
   /** The admission webhook's HTTPS listener, stopped by coordinated shutdown like the API's. */
-  private static void bindWebhook(ActorSystem<Void> system, LauncherOptions options, ServerTls tls)
+  private static void bindWebhook(
+      ActorSystem<Void> system, LauncherOptions options, PodSideSettings podSide, ServerTls tls)
       throws InterruptedException, ExecutionException {
     int port = options.webhook().port();
     ServerBinding webhook;
     try {
       webhook =
-          new AdmissionRoutes()
+          new AdmissionRoutes(podSide)
               .bindHttps(system, options.host(), port, tls)
               .toCompletableFuture()
               .get();
@@ -682,6 +789,7 @@ public final class Main {
       ActorSystem<Void> system,
       LauncherOptions options,
       KubernetesClient client,
+      String podAudience,
       java.util.function.Consumer<String> say) {
     AdminToken admin =
         AdminToken.inDataDirectory(
@@ -701,7 +809,8 @@ public final class Main {
             client,
             system.dispatchers().lookup(DispatcherSelector.blocking()),
             java.time.Clock.systemUTC(),
-            Duration.ofSeconds(10)));
+            Duration.ofSeconds(10),
+            podAudience));
   }
 
   private static KubernetesClient startKubernetesMode(

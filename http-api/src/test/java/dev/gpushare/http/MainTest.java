@@ -119,6 +119,65 @@ class MainTest {
   }
 
   @Test
+  void aWebhookThatInjectsNeedsTheDataPlaneSocket() throws Exception {
+    Path data = dir.resolve("data");
+    Outcome outcome =
+        launch(
+            "--data",
+            data.toString(),
+            "--webhook-port",
+            "8443",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem");
+    assertRefused(outcome, "gpushare.pod-side.socket: off, with --webhook-port 8443");
+    assertTrue(
+        outcome.err().contains("set gpushare.pod-side.socket to the socket's absolute path"),
+        outcome.err());
+    assertTrue(outcome.err().contains("or gpushare.pod-side.inject = off"), outcome.err());
+    assertFalse(Files.exists(data), "refused before anything is created");
+
+    Path conf =
+        Files.writeString(dir.resolve("no-inject.conf"), "gpushare.pod-side.inject = off\n");
+    Outcome noInject =
+        launch(
+            "--config",
+            conf.toString(),
+            "--data",
+            data.toString(),
+            "--webhook-port",
+            "8443",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem");
+    assertRefused(noInject, "--tls-cert c.pem");
+  }
+
+  @Test
+  void theSocketsDirectoryMustExistAndThePathHoldNoOtherFile() throws Exception {
+    Path data = dir.resolve("data");
+    Path missing = dir.resolve("no-such-dir");
+    Path conf = dir.resolve("socket.conf");
+    Files.writeString(
+        conf, "gpushare.pod-side.socket = \"" + missing.resolve("gpushare.sock") + "\"\n");
+    Outcome outcome = launch("--config", conf.toString(), "--data", data.toString());
+    assertRefused(
+        outcome,
+        "gpushare.pod-side.socket: the socket's directory " + missing + " does not exist; create");
+    assertFalse(Files.exists(missing), "not created");
+
+    Path file = Files.writeString(dir.resolve("gpushare.sock"), "not a socket");
+    Files.writeString(conf, "gpushare.pod-side.socket = \"" + file + "\"\n");
+    assertRefused(
+        launch("--config", conf.toString(), "--data", data.toString()),
+        "gpushare.pod-side.socket: " + file + " exists and is not a socket");
+    assertEquals("not a socket", Files.readString(file));
+    assertFalse(Files.exists(data), "refused before anything is created");
+  }
+
+  @Test
   void ipv6HostsAreBracketedInTheUrl() {
     assertEquals("[::1]", Main.urlHost("::1"));
     assertEquals("127.0.0.1", Main.urlHost("127.0.0.1"));

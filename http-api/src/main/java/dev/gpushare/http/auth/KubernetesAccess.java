@@ -23,16 +23,24 @@ import java.util.concurrent.Executor;
 
 /**
  * Kubernetes mode's access (the kube-rbac-proxy model): a bearer token is an identity only if the
- * API server's TokenReview says so; a pod's own ServiceAccount token (a bound token, with the
- * claims {@code authentication.kubernetes.io/pod-name} and {@code pod-uid}) may use its own pod's
- * data plane ({@link Scope#podDataPlane()}); everything else is decided by a SubjectAccessReview of
- * the request's {@link Scope} in the API group {@value Scope#API_GROUP} — RBAC rules in {@code
- * deploy/} grant it.
+ * API server's TokenReview says so; a pod's own token may use its own pod's data plane ({@link
+ * Scope#podDataPlane()}); everything else is decided by a SubjectAccessReview of the request's
+ * {@link Scope} in the API group {@value Scope#API_GROUP} — RBAC rules in {@code deploy/} grant it.
+ *
+ * <p>The pod shortcut needs a token minted for this service: a projected ServiceAccount token of
+ * the audience {@code podAudience} ({@code gpushare.pod-side.token-audience}, the one the webhook
+ * mounts), bound to its pod (the claims {@code authentication.kubernetes.io/pod-name} and {@code
+ * pod-uid}). Each token is first reviewed with {@code spec.audiences: [podAudience]}; only when the
+ * API server authenticates it and {@code status.audiences} holds that audience may it use its own
+ * pod. Otherwise it is reviewed again without audiences (the API server's own), and that identity
+ * gets a SubjectAccessReview only — a token any pod can hand to anyone (its default ServiceAccount
+ * token, which the API server accepts) never stands for the pod by itself.
  *
  * <p>Answers are cached for a short time ({@code cacheFor}, default 10 s, at most {@value
- * #MAX_CACHED} entries, keyed by the token's SHA-256, never the token itself), so a busy workload
- * costs the API server one review per interval; a revoked or expired token stops working at most
- * that long after. Calls to the API server block and run on {@code blocking}.
+ * #MAX_CACHED} entries per cache, keyed by the token's SHA-256, never the token itself, and by the
+ * audience reviewed, so an audience review and a plain one never stand for each other), so a busy
+ * workload costs the API server one review per interval; a revoked or expired token stops working
+ * at most that long after. Calls to the API server block and run on {@code blocking}.
  */
 public final class KubernetesAccess implements Access {
   static final int MAX_CACHED = 10_000;
@@ -44,20 +52,42 @@ public final class KubernetesAccess implements Access {
   private final Executor blocking;
   private final Clock clock;
   private final Duration cacheFor;
-  private final Map<String, Cached<Identity>> identities = lru();
+  private final String podAudience;
+
+  /** Reviews with {@code spec.audiences: [podAudience]}. */
+  private final Map<String, Cached<Identity>> audienceIdentities = lru();
+
+  /** Reviews without audiences: the API server's own. */
+  private final Map<String, Cached<Identity>> apiIdentities = lru();
+
   private final Map<String, Cached<Decision>> decisions = lru();
 
   private record Cached<T>(T value, Instant until) {}
 
-  /** Who a token is, as TokenReview said; {@code pod} is {@code ns/name} for a bound pod token. */
-  record Identity(UserInfo user, Optional<String> pod, String invalid) {}
+  /**
+   * Who a token is, as TokenReview said; {@code pod} is {@code ns/name} for a bound pod token;
+   * {@code forPods}: reviewed and accepted for the pod audience.
+   */
+  record Identity(UserInfo user, Optional<String> pod, boolean forPods, String invalid) {}
 
+  /**
+   * @param podAudience the audience a token needs to use its own pod's data plane ({@code
+   *     gpushare.pod-side.token-audience}); not blank
+   */
   public KubernetesAccess(
-      KubernetesClient client, Executor blocking, Clock clock, Duration cacheFor) {
+      KubernetesClient client,
+      Executor blocking,
+      Clock clock,
+      Duration cacheFor,
+      String podAudience) {
+    if (podAudience == null || podAudience.isBlank()) {
+      throw new IllegalArgumentException("podAudience must not be blank");
+    }
     this.client = client;
     this.blocking = blocking;
     this.clock = clock;
     this.cacheFor = cacheFor;
+    this.podAudience = podAudience;
   }
 
   @Override
@@ -73,37 +103,60 @@ public final class KubernetesAccess implements Access {
   }
 
   private Decision decideBlocking(String key, String token, Scope scope) {
-    Identity who = cached(identities, key, () -> review(token));
-    if (who.invalid() != null) {
-      return new Unauthenticated("the bearer token is not valid: " + who.invalid());
-    }
-    if (who.pod().isPresent() && scope.podDataPlane()) {
-      String own = who.pod().get();
-      String asked = scope.namespace().get() + "/" + scope.name().get();
-      if (own.equals(asked)) {
-        return new Allowed("pod " + own);
+    Identity who = cached(audienceIdentities, key, () -> review(token, Optional.of(podAudience)));
+    if (who.invalid() == null && who.forPods()) {
+      if (who.pod().isPresent() && scope.podDataPlane()) {
+        String own = who.pod().get();
+        String asked = scope.namespace().get() + "/" + scope.name().get();
+        if (own.equals(asked)) {
+          return new Allowed("pod " + own);
+        }
       }
+      return cached(decisions, "pods " + key + " " + scope, () -> subjectAccessReview(who, scope));
     }
-    return cached(decisions, key + " " + scope, () -> subjectAccessReview(who, scope));
+    Identity plain = cached(apiIdentities, key, () -> review(token, Optional.empty()));
+    if (plain.invalid() != null) {
+      return new Unauthenticated("the bearer token is not valid: " + plain.invalid());
+    }
+    return cached(decisions, "api " + key + " " + scope, () -> subjectAccessReview(plain, scope));
   }
 
-  private Identity review(String token) {
+  /**
+   * TokenReview of {@code token}, for {@code audience} or (empty) for the API server's own; an
+   * identity for an audience only when the answer lists it in {@code status.audiences}.
+   */
+  private Identity review(String token, Optional<String> audience) {
     TokenReview review =
         client
             .authentication()
             .v1()
             .tokenReviews()
-            .create(new TokenReviewBuilder().withNewSpec().withToken(token).endSpec().build());
+            .create(
+                new TokenReviewBuilder()
+                    .withNewSpec()
+                    .withToken(token)
+                    .withAudiences(audience.map(List::of).orElse(null))
+                    .endSpec()
+                    .build());
     var status = review.getStatus();
     if (status == null || !Boolean.TRUE.equals(status.getAuthenticated())) {
       String error = status == null ? null : status.getError();
       return new Identity(
           null,
           Optional.empty(),
+          false,
           error == null || error.isBlank() ? "the API server does not know it" : error);
     }
+    if (audience.isPresent()
+        && (status.getAudiences() == null || !status.getAudiences().contains(audience.get()))) {
+      return new Identity(
+          null,
+          Optional.empty(),
+          false,
+          "the API server did not confirm the audience " + audience.get());
+    }
     UserInfo user = status.getUser();
-    return new Identity(user, boundPod(user), null);
+    return new Identity(user, boundPod(user), audience.isPresent(), null);
   }
 
   /** {@code ns/name} of the pod a bound ServiceAccount token belongs to, if it is one. */
@@ -151,8 +204,15 @@ public final class KubernetesAccess implements Access {
         status == null || status.getReason() == null || status.getReason().isBlank()
             ? "no RBAC rule allows it"
             : status.getReason();
-    String own =
-        who.pod().map(p -> "; a pod's ServiceAccount token may use its own pod " + p).orElse("");
+    String own;
+    if (who.forPods()) {
+      own =
+          who.pod().map(p -> "; a pod's ServiceAccount token may use its own pod " + p).orElse("");
+    } else if (scope.podDataPlane() && name != null && name.startsWith(SERVICE_ACCOUNT_PREFIX)) {
+      own = "; " + audienceNeeded(podAudience);
+    } else {
+      own = "";
+    }
     return new Forbidden(
         name
             + " may not "
@@ -162,6 +222,13 @@ public final class KubernetesAccess implements Access {
             + "): "
             + reason
             + own);
+  }
+
+  /** What a ServiceAccount token without the pod audience is told on a pod's data plane. */
+  static String audienceNeeded(String audience) {
+    return "a pod's own data plane needs a token with audience "
+        + audience
+        + " (the projected token the webhook mounts)";
   }
 
   private <T> T cached(Map<String, Cached<T>> cache, String key, java.util.function.Supplier<T> f) {

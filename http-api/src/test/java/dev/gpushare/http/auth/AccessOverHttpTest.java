@@ -52,9 +52,18 @@ class AccessOverHttpTest {
   static HttpClient http = HttpClient.newHttpClient();
   static URI base;
 
-  /** The API server's side: who each token is, and what RBAC allows whom. */
+  /**
+   * The API server's side: who each token is, for which audiences, and what RBAC allows whom. A
+   * TokenReview answers as the API server does: a review without {@code spec.audiences} is for the
+   * API server's own audience ({@link #API_AUDIENCE}); a token is authenticated when one of its
+   * audiences is asked for, and {@code status.audiences} lists those.
+   */
   static final class Reviews extends KubernetesCrudDispatcher {
     final List<String> tokenReviews = new ArrayList<>();
+
+    /** The {@code spec.audiences} of each TokenReview, in order ({@code []} when absent). */
+    final List<List<String>> reviewAudiences = new ArrayList<>();
+
     final List<JsonNode> accessReviews = new ArrayList<>();
 
     @Override
@@ -64,8 +73,11 @@ class AccessOverHttpTest {
         if (path.startsWith("/apis/authentication.k8s.io/v1/tokenreviews")) {
           ObjectNode review = (ObjectNode) JSON.readTree(request.getBody().getBytes());
           String token = review.path("spec").path("token").asText();
+          List<String> audiences = new ArrayList<>();
+          review.path("spec").path("audiences").forEach(a -> audiences.add(a.asText()));
           tokenReviews.add(token);
-          review.set("status", JSON.valueToTree(identity(token)));
+          reviewAudiences.add(audiences);
+          review.set("status", JSON.valueToTree(status(token, audiences)));
           return new MockResponse().setResponseCode(201).setBody(JSON.writeValueAsString(review));
         }
         if (path.startsWith("/apis/authorization.k8s.io/v1/subjectaccessreviews")) {
@@ -76,7 +88,8 @@ class AccessOverHttpTest {
           String verb = spec.path("resourceAttributes").path("verb").asText();
           boolean allowed =
               user.equals("alice")
-                  || (user.equals("bob") && (verb.equals("get") || verb.equals("list")));
+                  || ((user.equals("bob") || user.equals("carol"))
+                      && (verb.equals("get") || verb.equals("list")));
           review.set(
               "status",
               JSON.valueToTree(
@@ -91,44 +104,92 @@ class AccessOverHttpTest {
       return super.dispatch(request);
     }
 
-    static Map<String, Object> identity(String token) {
-      switch (token) {
-        case "alice-token":
-          return Map.of(
-              "authenticated",
-              true,
-              "user",
-              Map.of("username", "alice", "uid", "u-1", "groups", List.of("admins")));
-        case "bob-token":
-          return Map.of(
-              "authenticated",
-              true,
-              "user",
-              Map.of("username", "bob", "uid", "u-2", "groups", List.of("viewers")));
-        case "pod-a-token":
-          return Map.of(
-              "authenticated",
-              true,
-              "user",
-              Map.of(
-                  "username",
-                  "system:serviceaccount:team:runner",
-                  "uid",
-                  "sa-1",
-                  "groups",
-                  List.of("system:serviceaccounts", "system:serviceaccounts:team"),
-                  "extra",
-                  Map.of(
-                      "authentication.kubernetes.io/pod-name", List.of("a"),
-                      "authentication.kubernetes.io/pod-uid", List.of("uid-a"))));
-        case "expired-token":
-          return Map.of(
-              "authenticated", false, "error", "[invalid bearer token, token has expired]");
-        default:
-          return Map.of("authenticated", false);
+    /** The review's status for {@code token} asked for {@code asked} (empty: the API's own). */
+    static Map<String, Object> status(String token, List<String> asked) {
+      Token t = TOKENS.get(token);
+      if (t == null) {
+        return Map.of("authenticated", false);
       }
+      if (t.error() != null) {
+        return Map.of("authenticated", false, "error", t.error());
+      }
+      if (t.ignoresAudiences()) {
+        return Map.of("authenticated", true, "user", t.user());
+      }
+      List<String> wanted = asked.isEmpty() ? List.of(API_AUDIENCE) : asked;
+      List<String> granted = wanted.stream().filter(t.audiences()::contains).toList();
+      if (granted.isEmpty()) {
+        return Map.of(
+            "authenticated",
+            false,
+            "error",
+            "[invalid bearer token, token audiences "
+                + t.audiences()
+                + " is invalid for the target audiences "
+                + wanted
+                + "]");
+      }
+      return Map.of("authenticated", true, "user", t.user(), "audiences", granted);
     }
   }
+
+  static final String API_AUDIENCE = "https://kubernetes.default.svc.cluster.local";
+
+  /**
+   * A token the mock API server knows: its audiences, its user; {@code ignoresAudiences}: answered
+   * as an API server that does not look at {@code spec.audiences} (no {@code status.audiences}).
+   */
+  record Token(
+      List<String> audiences, Map<String, Object> user, boolean ignoresAudiences, String error) {
+    static Token of(String audience, Map<String, Object> user) {
+      return new Token(List.of(audience), user, false, null);
+    }
+  }
+
+  static final Map<String, Object> POD_A_USER =
+      Map.of(
+          "username",
+          "system:serviceaccount:team:runner",
+          "uid",
+          "sa-1",
+          "groups",
+          List.of("system:serviceaccounts", "system:serviceaccounts:team"),
+          "extra",
+          Map.of(
+              "authentication.kubernetes.io/pod-name", List.of("a"),
+              "authentication.kubernetes.io/pod-uid", List.of("uid-a")));
+
+  static final Map<String, Token> TOKENS =
+      Map.ofEntries(
+          Map.entry(
+              "alice-token",
+              Token.of(
+                  API_AUDIENCE,
+                  Map.of("username", "alice", "uid", "u-1", "groups", List.of("admins")))),
+          Map.entry(
+              "bob-token",
+              Token.of(
+                  API_AUDIENCE,
+                  Map.of("username", "bob", "uid", "u-2", "groups", List.of("viewers")))),
+          // the projected token the webhook mounts: audience gpushare, bound to pod team/a
+          Map.entry("pod-a-token", Token.of("gpushare", POD_A_USER)),
+          // the pod's default ServiceAccount token: bound to team/a, but for the API server
+          Map.entry("pod-a-api-token", Token.of(API_AUDIENCE, POD_A_USER)),
+          // bound to team/a, for some other service
+          Map.entry("pod-a-vault-token", Token.of("vault", POD_A_USER)),
+          // an API server that answers without looking at spec.audiences
+          Map.entry("pod-a-unchecked-token", new Token(List.of(), POD_A_USER, true, null)),
+          Map.entry(
+              "expired-token",
+              new Token(List.of(), Map.of(), false, "[invalid bearer token, token has expired]")),
+          // for the cache's test alone (answers stay cached from one test to the next)
+          Map.entry("pod-a-token-2", Token.of("gpushare", POD_A_USER)),
+          Map.entry("pod-a-api-token-2", Token.of(API_AUDIENCE, POD_A_USER)),
+          Map.entry(
+              "carol-token",
+              Token.of(
+                  API_AUDIENCE,
+                  Map.of("username", "carol", "uid", "u-3", "groups", List.of("viewers")))));
 
   @BeforeAll
   static void start() throws Exception {
@@ -143,7 +204,11 @@ class AccessOverHttpTest {
         new AnyOf(
             AdminToken.of(LOCAL_ADMIN),
             new KubernetesAccess(
-                kube, Executors.newFixedThreadPool(2), Clock.systemUTC(), Duration.ofSeconds(10)));
+                kube,
+                Executors.newFixedThreadPool(2),
+                Clock.systemUTC(),
+                Duration.ofSeconds(10),
+                "gpushare"));
     binding =
         new HttpApi(service, FakeGpuShareServiceAccess.journal(), i -> {}, access)
             .bind(kit.system(), "127.0.0.1", 0)
@@ -167,6 +232,7 @@ class AccessOverHttpTest {
     service.addPod("team", "b", "n1");
     synchronized (REVIEWS) {
       REVIEWS.tokenReviews.clear();
+      REVIEWS.reviewAudiences.clear();
       REVIEWS.accessReviews.clear();
     }
   }
@@ -228,6 +294,68 @@ class AccessOverHttpTest {
     assertEquals(
         List.of("demand team/a", "pod team/a"), service.calls, "only its own pod's calls ran");
     assertEquals(1, REVIEWS.tokenReviews.size(), "one TokenReview, then the cache");
+    assertEquals(List.of(List.of("gpushare")), REVIEWS.reviewAudiences, "for the pod audience");
+  }
+
+  @Test
+  void aPodsTokenForTheApiServerIsRefusedItsOwnPodNamingTheAudience() throws Exception {
+    HttpResponse<String> own = send("POST", "/v1/namespaces/team/pods/a/demand", "pod-a-api-token");
+    assertEquals(403, own.statusCode(), own.body());
+    assertTrue(
+        detail(own)
+            .startsWith("system:serviceaccount:team:runner may not create pods/demand \"team/a\""),
+        own.body());
+    assertTrue(
+        detail(own)
+            .endsWith(
+                "; a pod's own data plane needs a token with audience gpushare (the projected"
+                    + " token the webhook mounts)"),
+        own.body());
+    assertEquals(1, REVIEWS.accessReviews.size(), "RBAC decided, not the pod shortcut");
+    assertEquals(
+        List.of(List.of("gpushare"), List.of()),
+        REVIEWS.reviewAudiences,
+        "reviewed for the pod audience first, then for the API server's");
+    assertEquals(List.of(), service.calls, "nothing ran");
+  }
+
+  @Test
+  void anApiServerThatDoesNotConfirmTheAudienceGrantsNoPodShortcut() throws Exception {
+    HttpResponse<String> own = send("GET", "/v1/namespaces/team/pods/a", "pod-a-unchecked-token");
+    assertEquals(403, own.statusCode(), own.body());
+    assertTrue(detail(own).contains("needs a token with audience gpushare"), own.body());
+    assertEquals(List.of(), service.calls, "nothing ran");
+  }
+
+  @Test
+  void aTokenForAnotherAudienceIsNotValid() throws Exception {
+    HttpResponse<String> own =
+        send("POST", "/v1/namespaces/team/pods/a/demand", "pod-a-vault-token");
+    assertEquals(401, own.statusCode(), own.body());
+    assertTrue(detail(own).startsWith("the bearer token is not valid"), own.body());
+    assertTrue(detail(own).contains("is invalid for the target audiences"), own.body());
+    assertEquals(List.of(), REVIEWS.accessReviews, "no identity, no RBAC");
+    assertEquals(List.of(), service.calls, "nothing ran");
+  }
+
+  @Test
+  void anAudienceReviewAndAPlainOneAreCachedApart() throws Exception {
+    for (int i = 0; i < 3; i++) {
+      HttpResponse<String> own = send("GET", "/v1/namespaces/team/pods/a", "pod-a-api-token-2");
+      assertEquals(403, own.statusCode(), "the plain review's identity every time: " + own.body());
+      HttpResponse<String> carol = send("GET", "/v1/namespaces/team/pods/a", "carol-token");
+      assertEquals(200, carol.statusCode(), carol.body());
+    }
+    assertEquals(
+        List.of(List.of("gpushare"), List.of(), List.of("gpushare"), List.of()),
+        REVIEWS.reviewAudiences,
+        "each token reviewed once for each audience, then each answer from its own cache");
+    assertEquals(
+        List.of("pod-a-api-token-2", "pod-a-api-token-2", "carol-token", "carol-token"),
+        REVIEWS.tokenReviews);
+    // the pod's projected token is reviewed anew: the other token's answers are not its own
+    assertEquals(200, send("GET", "/v1/namespaces/team/pods/a", "pod-a-token-2").statusCode());
+    assertEquals(5, REVIEWS.tokenReviews.size());
   }
 
   @Test
