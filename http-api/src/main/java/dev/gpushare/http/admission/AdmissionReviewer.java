@@ -15,6 +15,7 @@ import dev.gpushare.arbiter.PodManifest.ContainerResources;
 import dev.gpushare.arbiter.PodSharing;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareRequestRules;
+import dev.gpushare.http.launch.PodSideSettings;
 import dev.gpushare.http.server.Json;
 import io.fabric8.kubernetes.api.model.StatusBuilder;
 import io.fabric8.kubernetes.api.model.StatusCause;

@@ -2,6 +2,7 @@ package dev.gpushare.http.admission;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.http.launch.PodSideSettings;
 import dev.gpushare.http.server.Json;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.server.ProblemException;

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.FieldErrors;
+import dev.gpushare.http.launch.PodSideSettings;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;

@@ -116,7 +116,12 @@ public final class KubernetesAccess implements Access {
     }
     Identity plain = cached(apiIdentities, key, () -> review(token, Optional.empty()));
     if (plain.invalid() != null) {
-      return new Unauthenticated("the bearer token is not valid: " + plain.invalid());
+      // Neither audience: a pod's data plane is told both answers, the pod audience's first.
+      String why =
+          scope.podDataPlane() && who.invalid() != null
+              ? "for audience " + podAudience + ": " + who.invalid() + "; for the API server: "
+              : "";
+      return new Unauthenticated("the bearer token is not valid: " + why + plain.invalid());
     }
     return cached(decisions, "api " + key + " " + scope, () -> subjectAccessReview(plain, scope));
   }

@@ -11,7 +11,6 @@ import dev.gpushare.arbiter.GpuChoice;
 import dev.gpushare.arbiter.KubernetesNames;
 import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.ReservedPerGpu;
-import dev.gpushare.http.admission.PodSideSettings;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;

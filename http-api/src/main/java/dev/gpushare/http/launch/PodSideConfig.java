@@ -4,7 +4,6 @@ import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigValue;
 import dev.gpushare.arbiter.KubernetesNames;
-import dev.gpushare.http.admission.PodSideSettings;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;

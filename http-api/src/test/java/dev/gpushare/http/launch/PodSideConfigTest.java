@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import dev.gpushare.http.admission.PodSideSettings;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.RuntimeSettings;

@@ -1,4 +1,4 @@
-package dev.gpushare.http.admission;
+package dev.gpushare.http.launch;
 
 import java.time.Duration;
 import java.util.Optional;
