@@ -107,6 +107,19 @@ class DocsTest {
               "kubectl delete clusterrolebinding,clusterrole gpushare"),
           // deploy/README.md
           listed("KubernetesModeTest", "curl -s http://127.0.0.1:8080/v1/nodes/<node>; echo"),
+          // deploy/README.md "The pod side": the namespace step is checked against namespace.yaml
+          listed(
+              "DeployManifestsTest",
+              "kubectl label namespace <namespace> pod-security.kubernetes.io/enforce=privileged"
+                  + " --overwrite"),
+          // deploy/README.md: the library's lines on the workload's stderr
+          listed("PodSideTest", "kubectl logs -f <pod>"),
+          // README.md "On Kubernetes": the reference manifest through the real webhook, run by a
+          // kubelet-like harness, its CUDA program granted through the socket
+          listed(
+              "PodSideWebhookTest",
+              "kubectl apply -f gpu-share-demo.yaml",
+              "kubectl exec gpu-share-demo -- python3 train.py"),
           // deploy/mps/README.md
           listed(
               "DeployManifestsTest",

@@ -162,6 +162,25 @@ final class KubeApiServer implements AutoCloseable {
     return out;
   }
 
+  /**
+   * Answers {@code POST} to {@code path} (e.g. TokenReview's {@code
+   * /apis/authentication.k8s.io/v1/tokenreviews}) with {@code answer} of the request's body instead
+   * of storing it: what a real API server computes (authentication, authorization) and the CRUD
+   * mock cannot. Each body is kept ({@link #reviewed}).
+   */
+  void answerPosts(String path, java.util.function.Function<JsonNode, JsonNode> answer) {
+    synchronized (dispatcher) {
+      dispatcher.answers.put(path, answer);
+    }
+  }
+
+  /** The bodies POSTed to a path given to {@link #answerPosts}, oldest first. */
+  List<JsonNode> reviewed(String path) {
+    synchronized (dispatcher) {
+      return List.copyOf(dispatcher.posted.getOrDefault(path, List.of()));
+    }
+  }
+
   /** The last requests the server answered, as {@code "METHOD path → code"}, oldest first. */
   List<String> recentExchanges() {
     synchronized (dispatcher) {
@@ -180,10 +199,15 @@ final class KubeApiServer implements AutoCloseable {
 
   private static final class Dispatcher extends KubernetesCrudDispatcher {
     final Deque<String> exchanges = new ArrayDeque<>();
+    final Map<String, java.util.function.Function<JsonNode, JsonNode>> answers = new HashMap<>();
+    final Map<String, List<JsonNode>> posted = new HashMap<>();
 
     @Override
     public MockResponse dispatch(RecordedRequest request) {
-      MockResponse response = super.dispatch(request);
+      MockResponse response = answered(request);
+      if (response == null) {
+        response = super.dispatch(request);
+      }
       String path = request.getPath();
       synchronized (this) {
         exchanges.addLast(request.getMethod() + " " + path + " → " + response.code());
@@ -192,6 +216,27 @@ final class KubeApiServer implements AutoCloseable {
         }
       }
       return response;
+    }
+
+    private MockResponse answered(RecordedRequest request) {
+      String path = request.getPath();
+      String bare = path.contains("?") ? path.substring(0, path.indexOf('?')) : path;
+      java.util.function.Function<JsonNode, JsonNode> answer;
+      synchronized (this) {
+        answer = "POST".equals(request.getMethod()) ? answers.get(bare) : null;
+      }
+      if (answer == null) {
+        return null;
+      }
+      try {
+        JsonNode body = Api.JSON.readTree(request.getBody().getBytes());
+        synchronized (this) {
+          posted.computeIfAbsent(bare, k -> new ArrayList<>()).add(body);
+        }
+        return new MockResponse().setResponseCode(201).setBody(Api.write(answer.apply(body)));
+      } catch (IOException e) {
+        return status(400, e.toString());
+      }
     }
 
     @Override

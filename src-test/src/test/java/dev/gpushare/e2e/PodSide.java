@@ -104,8 +104,16 @@ public final class PodSide {
 
   /** Runs a short command to its end (at most {@link #DEADLINE_SECONDS}). */
   public static Result run(List<String> cmd, Map<String, String> env) {
+    return run(cmd, env, false);
+  }
+
+  /** As {@link #run(List, Map)}; {@code only}: {@code env} is the whole environment. */
+  public static Result run(List<String> cmd, Map<String, String> env, boolean only) {
     try {
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+      if (only) {
+        pb.environment().clear();
+      }
       pb.environment().putAll(env);
       pb.redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
       Process p = pb.start();
@@ -157,11 +165,22 @@ public final class PodSide {
     }
 
     static Proc start(String label, List<String> cmd, Map<String, String> env) {
+      return start(label, cmd, env, false);
+    }
+
+    /**
+     * As {@link #start(String, List, Map)}; {@code only}: {@code env} is the whole environment
+     * (nothing of this JVM's), as a container's process has it.
+     */
+    static Proc start(String label, List<String> cmd, Map<String, String> env, boolean only) {
       try {
         Path logDir = Path.of(System.getProperty("basedir", "."), "target", "e2e-logs");
         Files.createDirectories(logDir);
         Path log = logDir.resolve("podside-" + label + "-" + SEQ.incrementAndGet() + ".log");
         ProcessBuilder pb = new ProcessBuilder(cmd);
+        if (only) {
+          pb.environment().clear();
+        }
         pb.environment().putAll(env);
         Process p = pb.start();
         Writer w = Files.newBufferedWriter(log, StandardCharsets.UTF_8);
