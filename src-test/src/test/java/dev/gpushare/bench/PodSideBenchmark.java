@@ -49,7 +49,14 @@ public final class PodSideBenchmark {
     }
     PodSide side = PodSide.get();
     Path dir = Files.createTempDirectory("pod-side-bench");
-    try (ServerProcess server = ServerProcess.start("PodSideBenchmark", dir.resolve("data"))) {
+    // The data plane on the node's Unix socket too (gpushare.pod-side.socket), as deploy/ serves
+    // it.
+    Path socket = Files.createDirectories(dir.resolve("dp")).resolve("gpushare.sock");
+    Path config = dir.resolve("gpushare.conf");
+    Files.writeString(config, "gpushare.pod-side.socket = \"" + socket + "\"\n");
+    try (ServerProcess server =
+        ServerProcess.start(
+            "PodSideBenchmark", dir.resolve("data"), "--config", config.toString())) {
       Api api = server.api();
       String node = "bench";
       JsonNode n = api.putNode(node, 1, "share-pool", Manifests.qos(false, 120));
@@ -74,6 +81,9 @@ public final class PodSideBenchmark {
       with.put("GPUSHARE_POD", Api.NS + "/" + pod);
       with.put("GPUSHARE_TOKEN_FILE", token.toString());
       with.put("GPUSHARE_STATE_DIR", state.toString());
+
+      Map<String, String> overSocket = new HashMap<>(with);
+      overSocket.put("GPUSHARE_SERVER", "unix:" + socket);
 
       String host = server.baseUri().getHost();
       String port = String.valueOf(server.baseUri().getPort());
@@ -106,8 +116,11 @@ public final class PodSideBenchmark {
       // more first cuInits, each a process of a few calls, each beside HTTP round trips
       List<Double> init = new ArrayList<>(all(withRuns, "init_ns"));
       List<Double> demand = new ArrayList<>();
+      List<Double> initSocket = new ArrayList<>();
+      bench(side, overSocket, List.of("calls", "1000")); // warm-up of the socket's binding
       for (int i = 0; i < inits; i++) {
         init.addAll(bench(side, with, List.of("calls", "1000")).get("init_ns"));
+        initSocket.addAll(bench(side, overSocket, List.of("calls", "1000")).get("init_ns"));
         trip.addAll(bench(side, bare, http).get("http_ns"));
         demand.addAll(bench(side, bare, cycle).get("demand_ns"));
       }
@@ -133,6 +146,13 @@ public final class PodSideBenchmark {
           "as above",
           micros(demand) + " of " + demand.size(),
           "the demand alone from C: POST …/demand answered Running (then a DELETE, not timed)");
+      row(
+          "(b) first cuInit → Running over the node's Unix socket, µs (median; p90; max) of "
+              + initSocket.size(),
+          "%s",
+          micros(initSocket),
+          micros(init.subList(init.size() - inits, init.size())) + " of " + inits,
+          "the same over TCP (GPUSHARE_SERVER=http://…), alternating with it");
       row(
           "(b) first cuInits that took 1 s or more",
           "%s",
