@@ -98,10 +98,65 @@ final class PodSideInjection {
    */
   static Result of(PodSideSettings settings, JsonNode pod, int index) {
     PodSideInjection injection = new PodSideInjection(settings, pod, index);
+    injection.checkShapes();
     injection.build();
     return injection.errors.isEmpty()
         ? new Result(List.copyOf(injection.ops), List.of())
         : new Result(List.of(), List.copyOf(injection.errors));
+  }
+
+  /**
+   * The parts of the pod the patch reads or extends must have the shapes the API server sends; any
+   * other is a {@link MalformedReviewException} naming the field under {@code request.object} (a
+   * patch must never replace what it could not read).
+   */
+  private void checkShapes() {
+    String at = "request.object.";
+    JsonNode spec = pod.path("spec");
+    list(spec.path("volumes"), at + "spec.volumes", "a list of volumes");
+    for (int k = 0; k < spec.path("volumes").size(); k++) {
+      JsonNode name = spec.path("volumes").get(k).get("name");
+      if (name != null && !name.isTextual()) {
+        throw AdmittedPod.malformed(
+            at + "spec.volumes[" + k + "].name", name, "the volume's name, a string");
+      }
+    }
+    list(container.path("env"), at + this.at + ".env", "a list of environment variables");
+    list(container.path("volumeMounts"), at + this.at + ".volumeMounts", "a list of volume mounts");
+    securityContext(container.path("securityContext"), at + this.at + ".securityContext");
+    securityContext(spec.path("securityContext"), at + "spec.securityContext");
+    JsonNode runtimeClass = spec.path("runtimeClassName");
+    if (!absent(runtimeClass) && !runtimeClass.isTextual()) {
+      throw AdmittedPod.malformed(at + "spec.runtimeClassName", runtimeClass, "a string");
+    }
+  }
+
+  private static void securityContext(JsonNode node, String field) {
+    if (absent(node)) {
+      return;
+    }
+    if (!node.isObject()) {
+      throw AdmittedPod.malformed(field, node, "an object");
+    }
+    JsonNode uid = node.path("runAsUser");
+    if (!absent(uid) && !uid.canConvertToLong()) {
+      throw AdmittedPod.malformed(field + ".runAsUser", uid, "a UID, a whole number");
+    }
+  }
+
+  /** An absent or null node, or a list of objects; anything else is malformed. */
+  private static void list(JsonNode node, String field, String what) {
+    if (absent(node)) {
+      return;
+    }
+    if (!node.isArray()) {
+      throw AdmittedPod.malformed(field, node, what);
+    }
+    for (int i = 0; i < node.size(); i++) {
+      if (!node.get(i).isObject()) {
+        throw AdmittedPod.malformed(field + "[" + i + "]", node.get(i), "an object");
+      }
+    }
   }
 
   private void build() {

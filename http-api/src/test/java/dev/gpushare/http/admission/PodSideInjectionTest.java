@@ -557,6 +557,35 @@ class PodSideInjectionTest {
   }
 
   @Test
+  void aPartThePatchWouldExtendInAShapeTheApiServerNeverSendsIsMalformedNamingIt() {
+    record Case(String field, Consumer<ObjectNode> edit) {}
+    for (Case c :
+        List.of(
+            new Case(
+                "request.object.spec.containers[0].env",
+                o -> ((ObjectNode) o.at("/spec/containers/0")).putObject("env")),
+            new Case(
+                "request.object.spec.containers[0].volumeMounts[0]",
+                o -> ((ObjectNode) o.at("/spec/containers/0")).putArray("volumeMounts").add("x")),
+            new Case(
+                "request.object.spec.volumes",
+                o -> ((ObjectNode) o.get("spec")).put("volumes", "none")),
+            new Case(
+                "request.object.spec.securityContext.runAsUser",
+                o -> ((ObjectNode) o.at("/spec/securityContext")).put("runAsUser", "root")),
+            new Case(
+                "request.object.spec.runtimeClassName",
+                o -> ((ObjectNode) o.get("spec")).put("runtimeClassName", 7)))) {
+      MalformedReviewException e =
+          org.junit.jupiter.api.Assertions.assertThrows(
+              MalformedReviewException.class,
+              () -> AdmissionReviewer.mutate(edited(c.edit()), SETTINGS),
+              c.field());
+      assertEquals(c.field(), e.error().field(), e.getMessage());
+    }
+  }
+
+  @Test
   void aGeneratedNameIsLeftToTheDownwardApi() {
     Pod pod =
         injected(
