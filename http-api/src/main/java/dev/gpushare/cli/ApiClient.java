@@ -4,65 +4,40 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.net.URLEncoder;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
  * The HTTP API of API.md as the CLI uses it: JSON answers as trees, every request but the public
  * ones with {@code Authorization: Bearer <token>} when a token was found. A refusal is an {@link
- * ApiException} (the server's problem), no answer at all an {@link UnreachableException}.
+ * ApiException} (the server's problem), no answer at all an {@link UnreachableException}. How the
+ * bytes travel is the {@link Transport}'s: TCP ({@code http://}, {@code https://}) or the node's
+ * data-plane Unix socket ({@code unix:/path}); everything here is the same for both.
  */
 final class ApiClient {
   static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
   static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
+  private static final byte[] NO_BODY = new byte[0];
 
-  private final URI server;
+  private final Transport transport;
   private final TokenLookup.Credentials credentials;
-  private final HttpClient http;
 
-  ApiClient(URI server, TokenLookup.Credentials credentials) {
-    String s = server.toString();
-    this.server = URI.create(s.endsWith("/") ? s.substring(0, s.length() - 1) : s);
+  ApiClient(Transport transport, TokenLookup.Credentials credentials) {
+    this.transport = transport;
     this.credentials = credentials;
-    this.http =
-        HttpClient.newBuilder()
-            .version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(CONNECT_TIMEOUT)
-            .build();
   }
 
-  /** {@code --server}: an absolute http or https URL, else a usage error naming it. */
-  static URI parseServer(String value) {
-    URI uri;
-    try {
-      uri = URI.create(value.strip());
-    } catch (IllegalArgumentException e) {
-      throw new CliException(
-          "--server '"
-              + value
-              + "': not a URL; give http://HOST:PORT (default http://127.0.0.1:8080)");
-    }
-    String scheme = uri.getScheme();
-    if (scheme == null
-        || !(scheme.equalsIgnoreCase("http") || scheme.equalsIgnoreCase("https"))
-        || uri.getHost() == null) {
-      throw new CliException(
-          "--server '"
-              + value
-              + "': give an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080");
-    }
-    return uri;
+  /** The server as messages name it: its URL, or {@code unix:/path}. */
+  String server() {
+    return transport.server();
   }
 
-  URI server() {
-    return server;
+  Transport transport() {
+    return transport;
   }
 
   TokenLookup.Credentials credentials() {
@@ -91,20 +66,21 @@ final class ApiClient {
 
   JsonNode send(String method, String path, Duration timeout) {
     try {
-      HttpResponse<String> r =
-          http.send(request(method, path, timeout), HttpResponse.BodyHandlers.ofString());
-      return answer(r.statusCode(), r.body());
+      Transport.Answer r = transport.send(call(method, path, "application/json", timeout));
+      return answer(r.status(), r.body());
     } catch (IOException e) {
-      throw new UnreachableException(server, e);
+      throw new UnreachableException(server(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new UnreachableException(server, new IOException("interrupted"));
+      throw new UnreachableException(server(), new IOException("interrupted"));
     }
   }
 
   /** As {@link #send}, without blocking: fails with the same exceptions. */
   CompletableFuture<JsonNode> sendAsync(String method, String path, Duration timeout) {
-    return http.sendAsync(request(method, path, timeout), HttpResponse.BodyHandlers.ofString())
+    Transport.Call call = call(method, path, "application/json", timeout);
+    return transport
+        .sendAsync(call)
         .handle(
             (r, failure) -> {
               if (failure != null) {
@@ -112,10 +88,15 @@ final class ApiClient {
                     failure instanceof CompletionException && failure.getCause() != null
                         ? failure.getCause()
                         : failure;
+                if (cause instanceof InterruptedException) {
+                  cause = new IOException("interrupted");
+                }
                 throw new CompletionException(
-                    cause instanceof IOException io ? new UnreachableException(server, io) : cause);
+                    cause instanceof IOException io
+                        ? new UnreachableException(server(), io)
+                        : cause);
               }
-              return answer(r.statusCode(), r.body());
+              return answer(r.status(), r.body());
             });
   }
 
@@ -124,44 +105,42 @@ final class ApiClient {
    * No request timeout: the stream lasts as long as the caller wants it.
    */
   InputStream openStream(String path) {
-    HttpRequest req =
-        authorized(HttpRequest.newBuilder(uri(path)))
-            .header("Accept", "text/event-stream")
-            .GET()
-            .build();
     try {
-      HttpResponse<InputStream> r = http.send(req, HttpResponse.BodyHandlers.ofInputStream());
-      if (r.statusCode() != 200) {
+      Transport.Opened r = transport.open(call("GET", path, "text/event-stream", null));
+      if (r.status() != 200) {
         String body;
         try (InputStream in = r.body()) {
           body = new String(in.readNBytes(64 * 1024), StandardCharsets.UTF_8);
         }
-        throw ApiException.of(r.statusCode(), body);
+        throw ApiException.of(r.status(), body);
       }
       return r.body();
     } catch (IOException e) {
-      throw new UnreachableException(server, e);
+      throw new UnreachableException(server(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new UnreachableException(server, new IOException("interrupted"));
+      throw new UnreachableException(server(), new IOException("interrupted"));
     }
   }
 
-  private HttpRequest request(String method, String path, Duration timeout) {
-    return authorized(HttpRequest.newBuilder(uri(path)))
-        .timeout(timeout)
-        .header("Accept", "application/json")
-        .method(method, HttpRequest.BodyPublishers.noBody())
-        .build();
+  private Transport.Call call(String method, String path, String accept, Duration timeout) {
+    Optional<String> token = credentials.current();
+    token.ifPresent(this::checkToken);
+    return new Transport.Call(method, path, token, accept, NO_BODY, timeout);
   }
 
-  private URI uri(String path) {
-    return URI.create(server + path);
-  }
-
-  private HttpRequest.Builder authorized(HttpRequest.Builder b) {
-    credentials.current().ifPresent(t -> b.header("Authorization", "Bearer " + t));
-    return b;
+  /** A token is one line: a control character would break the request's head. */
+  private void checkToken(String token) {
+    for (int i = 0; i < token.length(); i++) {
+      char c = token.charAt(i);
+      if (c < 0x20 || c == 0x7f) {
+        throw new CliException(
+            "the token from "
+                + credentials.source()
+                + " holds a line break or other control character; a bearer token is one line"
+                + " of text");
+      }
+    }
   }
 
   private static JsonNode answer(int status, String body) {

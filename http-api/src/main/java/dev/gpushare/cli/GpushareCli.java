@@ -4,9 +4,9 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Callable;
@@ -51,10 +51,14 @@ import picocli.CommandLine.Spec;
     },
     footer = {
       "",
-      "Connection: --server, else $GPUSHARE_SERVER, else " + GpushareCli.DEFAULT_SERVER + ".",
+      "Connection: --server, else $GPUSHARE_SERVER, else "
+          + GpushareCli.DEFAULT_SERVER
+          + ": an http:// or https:// URL, or unix:/PATH (the node's data-plane socket).",
       "Token (sent as Authorization: Bearer): --token or --token-file, else $GPUSHARE_TOKEN or"
           + " $GPUSHARE_TOKEN_FILE, else ./data/admin-token (an embedded server's admin token),"
-          + " else the pod's ServiceAccount token.",
+          + " else the pod's ServiceAccount token. A token from a file under /var/run/secrets/"
+          + " (a pod's credential) is never sent over plain http:// to a host that is not"
+          + " loopback.",
       "",
       "Exit status: 0 done; 1 the server refused or could not be reached; 2 bad usage;"
           + " 3 not authenticated or not allowed; run: its command's status."
@@ -71,7 +75,9 @@ public final class GpushareCli implements Callable<Integer> {
       names = "--server",
       paramLabel = "URL",
       scope = ScopeType.INHERIT,
-      description = "the gpushare API; default $GPUSHARE_SERVER, else " + DEFAULT_SERVER)
+      description =
+          "the gpushare API: http(s)://HOST:PORT or unix:/PATH; default $GPUSHARE_SERVER, else "
+              + DEFAULT_SERVER)
   String server;
 
   @Option(
@@ -93,13 +99,20 @@ public final class GpushareCli implements Callable<Integer> {
   private final Map<String, String> env;
   private final Path workingDir;
   private final Path serviceAccountToken;
+  private final List<Path> podSecrets;
   private final Signals signals;
   private ApiClient client;
 
-  GpushareCli(Map<String, String> env, Path workingDir, Path serviceAccountToken, Signals signals) {
+  GpushareCli(
+      Map<String, String> env,
+      Path workingDir,
+      Path serviceAccountToken,
+      List<Path> podSecrets,
+      Signals signals) {
     this.env = Map.copyOf(env);
     this.workingDir = workingDir;
     this.serviceAccountToken = serviceAccountToken;
+    this.podSecrets = List.copyOf(podSecrets);
     this.signals = signals;
   }
 
@@ -129,7 +142,21 @@ public final class GpushareCli implements Callable<Integer> {
       Signals signals,
       PrintWriter out,
       PrintWriter err) {
-    CommandLine cl = commandLine(env, workingDir, serviceAccountToken, signals);
+    return execute(
+        args, env, workingDir, serviceAccountToken, TokenLookup.POD_SECRETS, signals, out, err);
+  }
+
+  /** As above, with the directories whose token files are pod credentials. */
+  static int execute(
+      String[] args,
+      Map<String, String> env,
+      Path workingDir,
+      Path serviceAccountToken,
+      List<Path> podSecrets,
+      Signals signals,
+      PrintWriter out,
+      PrintWriter err) {
+    CommandLine cl = commandLine(env, workingDir, serviceAccountToken, podSecrets, signals);
     cl.setOut(out);
     cl.setErr(err);
     return cl.execute(args);
@@ -137,7 +164,16 @@ public final class GpushareCli implements Callable<Integer> {
 
   static CommandLine commandLine(
       Map<String, String> env, Path workingDir, Path serviceAccountToken, Signals signals) {
-    GpushareCli root = new GpushareCli(env, workingDir, serviceAccountToken, signals);
+    return commandLine(env, workingDir, serviceAccountToken, TokenLookup.POD_SECRETS, signals);
+  }
+
+  static CommandLine commandLine(
+      Map<String, String> env,
+      Path workingDir,
+      Path serviceAccountToken,
+      List<Path> podSecrets,
+      Signals signals) {
+    GpushareCli root = new GpushareCli(env, workingDir, serviceAccountToken, podSecrets, signals);
     CommandLine cl = new CommandLine(root);
     cl.setCommandName(System.getProperty("gpushare.cli.name", "gpushare"));
     cl.setCaseInsensitiveEnumValuesAllowed(true);
@@ -156,13 +192,50 @@ public final class GpushareCli implements Callable<Integer> {
   /** The client of this command line's server and token, made on first use. */
   ApiClient client() {
     if (client == null) {
-      String url = server != null ? server : env.get(SERVER_ENV);
-      URI uri = ApiClient.parseServer(url == null || url.isBlank() ? DEFAULT_SERVER : url);
-      client =
-          new ApiClient(
-              uri, TokenLookup.find(token, tokenFile, env, workingDir, serviceAccountToken));
+      Transport transport;
+      if (server != null) {
+        transport = Transport.of(server, "--server");
+      } else {
+        String fromEnv = env.get(SERVER_ENV);
+        transport =
+            fromEnv == null || fromEnv.isBlank()
+                ? Transport.of(DEFAULT_SERVER, "the default server")
+                : Transport.of(fromEnv, "$" + SERVER_ENV);
+      }
+      TokenLookup.Credentials credentials =
+          TokenLookup.find(token, tokenFile, env, workingDir, serviceAccountToken, podSecrets);
+      refuseClearText(transport, credentials);
+      client = new ApiClient(transport, credentials);
     }
     return client;
+  }
+
+  /**
+   * A pod's credential (a token file under /var/run/secrets/: the projected token of audience
+   * gpushare, the ServiceAccount token) never goes over plain http:// to a host that is not
+   * loopback, where it would cross the network in clear text (as libgpushare.so refuses it). Tokens
+   * of one's own (--token, $GPUSHARE_TOKEN, files elsewhere) are the user's to send.
+   */
+  static void refuseClearText(Transport transport, TokenLookup.Credentials credentials) {
+    if (!credentials.podCredential() || credentials.token().isEmpty()) {
+      return;
+    }
+    transport
+        .clearTextHost()
+        .ifPresent(
+            host -> {
+              throw new CliException(
+                  "will not send the pod's token (from "
+                      + credentials.source()
+                      + ") to "
+                      + transport.server()
+                      + ": plain http to "
+                      + host
+                      + ", which is not loopback, would carry it across the network in clear"
+                      + " text; use the node's data-plane socket (--server"
+                      + " unix:/run/gpushare/data-plane/gpushare.sock, what the webhook sets in"
+                      + " $GPUSHARE_SERVER) or an https:// server");
+            });
   }
 
   Map<String, String> env() {

@@ -24,8 +24,9 @@ import picocli.CommandLine.ParentCommand;
       "When the pod is Running, CMD starts with the pod's workload environment:"
           + " CUDA_VISIBLE_DEVICES (the GPU's UUID), CUDA_MPS_ACTIVE_THREAD_PERCENTAGE,"
           + " CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (and the MPS directories when the node runs MPS),"
-          + " plus GPUSHARE_GPU_INDEX and GPUSHARE_GPU_UUID. Its stdin, stdout and stderr are"
-          + " this command's.",
+          + " plus GPUSHARE_GPU_INDEX and GPUSHARE_GPU_UUID, and LD_PRELOAD without"
+          + " libgpushare.so (this command's signal contract replaces the library's). Its stdin,"
+          + " stdout and stderr are this command's.",
       "",
       "Signals:",
       "  SIGINT, SIGTERM, SIGHUP sent to this command are forwarded to CMD; when CMD exits the"
@@ -76,7 +77,8 @@ final class RunCommand implements Callable<Integer> {
       throw new CliException("--interval " + interval.toMillis() + "ms: give 1s or more");
     }
     PodRef ref = PodRef.ofWorkload(pod, cli.env());
-    return new WorkloadRunner(cli.client(), ref, command, interval, grace, cli.signals(), cli.err())
+    return new WorkloadRunner(
+            cli.client(), ref, command, interval, grace, cli.signals(), cli.err(), cli.env())
         .run();
   }
 }

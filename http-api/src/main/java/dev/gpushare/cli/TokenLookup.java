@@ -25,6 +25,12 @@ import java.util.Optional;
  * A file named explicitly (flag or variable) must be readable and not empty, or the command stops
  * with a usage error; the two implicit files are only tried. Without any token no {@code
  * Authorization} header is sent ({@code /healthz} and {@code /readyz} need none).
+ *
+ * <p>A token read from a file under {@code /var/run/secrets/} (or {@code /run/secrets/}), where
+ * Kubernetes mounts a pod's credentials (the projected token of audience {@code gpushare}, the
+ * ServiceAccount token), and the ServiceAccount token found by itself are a <em>pod credential</em>
+ * ({@link Credentials#podCredential()}): the CLI never sends one over plain {@code http://} to a
+ * host that is not loopback.
  */
 final class TokenLookup {
 
@@ -34,14 +40,19 @@ final class TokenLookup {
   static final Path SERVICE_ACCOUNT_TOKEN =
       Path.of("/var/run/secrets/kubernetes.io/serviceaccount/token");
 
+  /** Where Kubernetes mounts a pod's credentials ({@code /var/run} is {@code /run}). */
+  static final List<Path> POD_SECRETS =
+      List.of(Path.of("/var/run/secrets"), Path.of("/run/secrets"));
+
   /**
    * A token and where it was found, or none and where it was looked for. A token read from a file
    * is read again for every request ({@link #current()}): a ServiceAccount token is rotated by the
    * kubelet while a long {@code run} goes on.
    */
-  record Credentials(Optional<String> token, String source, Optional<Path> file) {
+  record Credentials(
+      Optional<String> token, String source, Optional<Path> file, boolean podCredential) {
     Credentials(Optional<String> token, String source) {
-      this(token, source, Optional.empty());
+      this(token, source, Optional.empty(), false);
     }
 
     static Credentials none(String why) {
@@ -72,6 +83,17 @@ final class TokenLookup {
       Map<String, String> env,
       Path workingDir,
       Path serviceAccountToken) {
+    return find(flagToken, flagTokenFile, env, workingDir, serviceAccountToken, POD_SECRETS);
+  }
+
+  /** As above, with the directories whose files are pod credentials ({@link #POD_SECRETS}). */
+  static Credentials find(
+      String flagToken,
+      Path flagTokenFile,
+      Map<String, String> env,
+      Path workingDir,
+      Path serviceAccountToken,
+      List<Path> podSecrets) {
     if (flagToken != null && flagTokenFile != null) {
       throw new CliException("--token and --token-file: give one of them, not both");
     }
@@ -85,7 +107,8 @@ final class TokenLookup {
       return new Credentials(
           Optional.of(readExplicit(flagTokenFile, "--token-file")),
           "--token-file " + flagTokenFile,
-          Optional.of(flagTokenFile));
+          Optional.of(flagTokenFile),
+          isUnder(flagTokenFile, podSecrets));
     }
     String envToken = env.get(TOKEN_ENV);
     if (envToken != null && !envToken.isBlank()) {
@@ -97,20 +120,23 @@ final class TokenLookup {
       return new Credentials(
           Optional.of(readExplicit(file, "$" + TOKEN_FILE_ENV)),
           "$" + TOKEN_FILE_ENV + " (" + file + ")",
-          Optional.of(file));
+          Optional.of(file),
+          isUnder(file, podSecrets));
     }
     List<String> skipped = new ArrayList<>();
     Path admin = workingDir.resolve(ADMIN_TOKEN);
     Optional<String> adminToken = readImplicit(admin, skipped);
     if (adminToken.isPresent()) {
-      return new Credentials(adminToken, admin.toString(), Optional.of(admin));
+      return new Credentials(
+          adminToken, admin.toString(), Optional.of(admin), isUnder(admin, podSecrets));
     }
     Optional<String> saToken = readImplicit(serviceAccountToken, skipped);
     if (saToken.isPresent()) {
       return new Credentials(
           saToken,
           "the ServiceAccount token " + serviceAccountToken,
-          Optional.of(serviceAccountToken));
+          Optional.of(serviceAccountToken),
+          true);
     }
     return Credentials.none(
         "no token found: give --token or --token-file, set $"
@@ -123,6 +149,34 @@ final class TokenLookup {
             + serviceAccountToken
             + " can be read"
             + (skipped.isEmpty() ? "" : " (" + String.join("; ", skipped) + ")"));
+  }
+
+  /** Whether {@code file} is in one of {@code dirs}, as written or with its links resolved. */
+  static boolean isUnder(Path file, List<Path> dirs) {
+    List<Path> forms = new ArrayList<>();
+    Path absolute = file.toAbsolutePath().normalize();
+    forms.add(absolute);
+    try {
+      forms.add(absolute.toRealPath());
+    } catch (IOException | SecurityException e) {
+      // not there (it was read, so rarely): the path as written decides
+    }
+    for (Path dir : dirs) {
+      List<Path> dirForms = new ArrayList<>(List.of(dir.toAbsolutePath().normalize()));
+      try {
+        dirForms.add(dir.toRealPath());
+      } catch (IOException | SecurityException e) {
+        // no such directory here
+      }
+      for (Path f : forms) {
+        for (Path d : dirForms) {
+          if (f.startsWith(d) && !f.equals(d)) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
   }
 
   private static String readExplicit(Path file, String what) {

@@ -1,18 +1,18 @@
 package dev.gpushare.cli;
 
 import java.io.IOException;
-import java.net.URI;
 
 /** The server did not answer at all: refused, unknown host, timed out, connection dropped. */
 final class UnreachableException extends RuntimeException {
-  private final URI server;
+  private final String server;
 
-  UnreachableException(URI server, IOException cause) {
+  /** {@code server} as messages name it: its URL, or {@code unix:/path}. */
+  UnreachableException(String server, IOException cause) {
     super(describe(cause), cause);
     this.server = server;
   }
 
-  URI server() {
+  String server() {
     return server;
   }
 

@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>CMD starts only while the pod is Running, with the pod view's {@code workload.env} ({@code
  *       CUDA_VISIBLE_DEVICES}=the GPU's UUID, the MPS limits) plus {@code GPUSHARE_GPU_INDEX} and
- *       {@code GPUSHARE_GPU_UUID} in its environment;
+ *       {@code GPUSHARE_GPU_UUID} in its environment, and without {@code libgpushare.so} in its
+ *       {@code LD_PRELOAD} ({@link Preload}: this contract replaces the library's);
  *   <li>SIGINT, SIGTERM and SIGHUP sent to this client are forwarded to CMD; once CMD exits the
  *       demand is released and the client exits with CMD's status. Interrupted while waiting, the
  *       client withdraws the demand and exits 128 + the signal's number;
@@ -88,6 +89,7 @@ final class WorkloadRunner {
   private final Duration grace;
   private final Signals signals;
   private final PrintWriter err;
+  private final String ldPreload;
   private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
 
   private Phase phase = Phase.WAITING;
@@ -119,8 +121,10 @@ final class WorkloadRunner {
       Duration interval,
       Duration grace,
       Signals signals,
-      PrintWriter err) {
+      PrintWriter err,
+      Map<String, String> environment) {
     this.client = client;
+    this.ldPreload = environment.get(Preload.VARIABLE);
     this.pod = pod;
     this.command = List.copyOf(command);
     this.interval = interval;
@@ -238,6 +242,7 @@ final class WorkloadRunner {
     JsonNode gpu = view.path("gpu");
     ProcessBuilder pb = new ProcessBuilder(command).inheritIO();
     Map<String, String> env = pb.environment();
+    Preload.apply(env, ldPreload);
     JsonNode workloadEnv = view.path("workload").path("env");
     for (Map.Entry<String, JsonNode> e : workloadEnv.properties()) {
       env.put(e.getKey(), e.getValue().asText());
