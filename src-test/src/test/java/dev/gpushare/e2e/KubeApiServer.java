@@ -61,6 +61,34 @@ final class KubeApiServer implements AutoCloseable {
     return "http://127.0.0.1:" + server.getPort();
   }
 
+  /** The JVM options that point a member's fabric8 client at this server, and nowhere else. */
+  List<String> clientProperties() {
+    return List.of(
+        "-Dkubernetes.master=" + url(),
+        "-Dkubernetes.auth.tryKubeConfig=false",
+        "-Dkubernetes.auth.tryServiceAccount=false",
+        "-Dkubernetes.trust.certificates=true",
+        "-Dkubernetes.namespace=" + NS);
+  }
+
+  /**
+   * A member's environment changes so that nothing of a real cluster around the test leaks in (a
+   * {@code null} value removes the variable); a mutable map, for the caller's own additions.
+   */
+  static Map<String, String> outsideACluster() {
+    Map<String, String> env = new HashMap<>();
+    for (String unset :
+        List.of(
+            "NODE_NAME",
+            "KUBECONFIG",
+            "KUBERNETES_MASTER",
+            "KUBERNETES_SERVICE_HOST",
+            "KUBERNETES_SERVICE_PORT")) {
+      env.put(unset, null);
+    }
+    return env;
+  }
+
   // ---------------------------------------------------------------- what kubectl does
 
   /** {@code kubectl create -f} of a Node as the kubelet registers it (status included). */

@@ -28,7 +28,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -135,26 +134,12 @@ class KubeSyncFailoverTest {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    List<String> jvm =
-        List.of(
-            "-Xmx256m",
-            "-Dlogback.configurationFile=" + dir.resolve("logback-cluster.xml"),
-            "-Dkubernetes.master=" + kube.url(),
-            "-Dkubernetes.auth.tryKubeConfig=false",
-            "-Dkubernetes.auth.tryServiceAccount=false",
-            "-Dkubernetes.trust.certificates=true",
-            "-Dkubernetes.namespace=" + KubeApiServer.NS);
-    Map<String, String> env = new HashMap<>();
-    for (String unset :
-        List.of(
-            "NODE_NAME",
-            "KUBECONFIG",
-            "KUBERNETES_MASTER",
-            "KUBERNETES_SERVICE_HOST",
-            "KUBERNETES_SERVICE_PORT",
-            "POD_IP")) {
-      env.put(unset, null);
-    }
+    List<String> jvm = new ArrayList<>();
+    jvm.add("-Xmx256m");
+    jvm.add("-Dlogback.configurationFile=" + dir.resolve("logback-cluster.xml"));
+    jvm.addAll(kube.clientProperties());
+    Map<String, String> env = KubeApiServer.outsideACluster();
+    env.put("POD_IP", null);
     env.put("POD_NAME", instance(i));
     ServerProcess m =
         ServerProcess.startWithClock(

@@ -35,7 +35,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -879,23 +878,8 @@ class KubernetesModeTest {
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
-      List<String> jvm =
-          List.of(
-              "-Dkubernetes.master=" + kube.url(),
-              "-Dkubernetes.auth.tryKubeConfig=false",
-              "-Dkubernetes.auth.tryServiceAccount=false",
-              "-Dkubernetes.trust.certificates=true",
-              "-Dkubernetes.namespace=" + NS);
-      Map<String, String> env = new HashMap<>();
-      for (String unset :
-          List.of(
-              "NODE_NAME",
-              "KUBECONFIG",
-              "KUBERNETES_MASTER",
-              "KUBERNETES_SERVICE_HOST",
-              "KUBERNETES_SERVICE_PORT")) {
-        env.put(unset, null);
-      }
+      List<String> jvm = kube.clientProperties();
+      Map<String, String> env = KubeApiServer.outsideACluster();
       env.put("POD_NAME", POD_NAME);
       server =
           ServerProcess.start(

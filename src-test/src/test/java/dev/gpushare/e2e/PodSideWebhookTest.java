@@ -114,26 +114,12 @@ class PodSideWebhookTest {
     try (ServerSocket s = new ServerSocket(0)) {
       webhookPort = s.getLocalPort();
     }
-    Map<String, String> env = new HashMap<>();
-    for (String unset :
-        List.of(
-            "NODE_NAME",
-            "KUBECONFIG",
-            "KUBERNETES_MASTER",
-            "KUBERNETES_SERVICE_HOST",
-            "KUBERNETES_SERVICE_PORT")) {
-      env.put(unset, null);
-    }
     member =
         ServerProcess.start(
             "podside-webhook",
             dir.resolve("data"),
-            List.of(
-                "-Dkubernetes.master=" + kube.url(),
-                "-Dkubernetes.auth.tryKubeConfig=false",
-                "-Dkubernetes.auth.tryServiceAccount=false",
-                "-Dkubernetes.namespace=" + Api.NS),
-            env,
+            kube.clientProperties(),
+            KubeApiServer.outsideACluster(),
             "--kubernetes",
             "--config",
             config.toString(),

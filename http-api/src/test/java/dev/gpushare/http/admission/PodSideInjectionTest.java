@@ -73,6 +73,34 @@ class PodSideInjectionTest {
     return pod;
   }
 
+  /** {@link #SETTINGS} with {@code inject} and {@code runtimeClass}. */
+  private static PodSideSettings settings(boolean inject, Optional<String> runtimeClass) {
+    return new PodSideSettings(
+        SETTINGS.socket(),
+        inject,
+        SETTINGS.image(),
+        SETTINGS.imagePullPolicy(),
+        SETTINGS.libraryDir(),
+        SETTINGS.tokenAudience(),
+        SETTINGS.tokenExpiration(),
+        runtimeClass,
+        Optional.empty(),
+        SETTINGS.mpsUid());
+  }
+
+  /** The pod's own /dev/shm: a memory emptyDir, as PyTorch's DataLoader wants it. */
+  private static void ownDevShm(ObjectNode o) {
+    ((ArrayNode) o.at("/spec/containers/0/volumeMounts"))
+        .addObject()
+        .put("name", "dshm")
+        .put("mountPath", "/dev/shm");
+    ((ArrayNode) o.at("/spec/volumes"))
+        .addObject()
+        .put("name", "dshm")
+        .putObject("emptyDir")
+        .put("medium", "Memory");
+  }
+
   private static Map<String, EnvVar> env(Container c) {
     return c.getEnv().stream().collect(Collectors.toMap(EnvVar::getName, e -> e, (a, b) -> b));
   }
@@ -201,18 +229,7 @@ class PodSideInjectionTest {
 
   @Test
   void aRuntimeClassThePodNamesIsKept() {
-    PodSideSettings nvidia =
-        new PodSideSettings(
-            SETTINGS.socket(),
-            true,
-            SETTINGS.image(),
-            SETTINGS.imagePullPolicy(),
-            SETTINGS.libraryDir(),
-            SETTINGS.tokenAudience(),
-            SETTINGS.tokenExpiration(),
-            Optional.of("nvidia"),
-            Optional.empty(),
-            1000);
+    PodSideSettings nvidia = settings(true, Optional.of("nvidia"));
     Pod pod =
         injected(
             edited(o -> ((ObjectNode) o.get("spec")).put("runtimeClassName", "nvidia-cdi")),
@@ -418,38 +435,11 @@ class PodSideInjectionTest {
             MPS);
     assertTrue(containerUid.contains("spec.containers[0].securityContext.runAsUser"), containerUid);
     assertTrue(containerUid.contains("2000"), containerUid);
-    String shm =
-        refusal(
-            edited(
-                o -> {
-                  ((ArrayNode) o.at("/spec/containers/0/volumeMounts"))
-                      .addObject()
-                      .put("name", "dshm")
-                      .put("mountPath", "/dev/shm");
-                  ((ArrayNode) o.at("/spec/volumes"))
-                      .addObject()
-                      .put("name", "dshm")
-                      .putObject("emptyDir")
-                      .put("medium", "Memory");
-                }),
-            MPS);
+    String shm = refusal(edited(PodSideInjectionTest::ownDevShm), MPS);
     assertTrue(shm.contains("spec.containers[0].volumeMounts[1].mountPath"), shm);
     assertTrue(shm.contains("/dev/shm"), shm);
     // Without MPS the pod's own /dev/shm is none of the webhook's business.
-    injected(
-        edited(
-            o -> {
-              ((ArrayNode) o.at("/spec/containers/0/volumeMounts"))
-                  .addObject()
-                  .put("name", "dshm")
-                  .put("mountPath", "/dev/shm");
-              ((ArrayNode) o.at("/spec/volumes"))
-                  .addObject()
-                  .put("name", "dshm")
-                  .putObject("emptyDir")
-                  .put("medium", "Memory");
-            }),
-        SETTINGS);
+    injected(edited(PodSideInjectionTest::ownDevShm), SETTINGS);
   }
 
   @Test
@@ -474,18 +464,7 @@ class PodSideInjectionTest {
     JsonNode review = review("demo-create.json");
     JsonNode limitsOnly = decodedPatch(answer(review, PodSideSettings.DEFAULT));
     assertEquals(3, limitsOnly.size(), limitsOnly.toString());
-    PodSideSettings off =
-        new PodSideSettings(
-            SETTINGS.socket(),
-            false,
-            SETTINGS.image(),
-            SETTINGS.imagePullPolicy(),
-            SETTINGS.libraryDir(),
-            SETTINGS.tokenAudience(),
-            SETTINGS.tokenExpiration(),
-            Optional.empty(),
-            Optional.empty(),
-            1000);
+    PodSideSettings off = settings(false, Optional.empty());
     assertEquals(limitsOnly, decodedPatch(answer(review, off)));
   }
 
