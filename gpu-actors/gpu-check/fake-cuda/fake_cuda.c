@@ -2,9 +2,10 @@
  * A fake libcuda.so.1 for the tests: the driver functions that dev.gpushare.gpu.cuda.CudaDriver
  * calls (CudaFakeDriverTest), and the ones libgpushare.so stands in front of (devices, contexts,
  * allocations, launches, copies, waits, cuGetProcAddress), with the real signatures, exported names
- * and CUresult codes. Not how a real driver behaves beyond that: nothing runs, addresses are made
- * up, and the checkpoint state machine RUNNING -> LOCKED -> CHECKPOINTED -> LOCKED -> RUNNING is
- * kept in this library's memory (one process).
+ * and CUresult codes. Not how a real driver behaves beyond that: nothing runs (with FAKE_GPU_FILE,
+ * kernels occupy a virtual GPU's time, see fake_cuda_mem.c), addresses are made up, and the
+ * checkpoint state machine RUNNING -> LOCKED -> CHECKPOINTED -> LOCKED -> RUNNING is kept in this
+ * library's memory (one process).
  *
  * Built from two files:
  *   gcc -shared -fPIC -O1 -Wl,-soname,libcuda.so.1 -o libcuda.so.1 fake_cuda.c fake_cuda_mem.c
@@ -22,6 +23,12 @@
  *   FAKE_CUDA_FAIL=call:code,... make a call fail with that CUresult, e.g. lock:909 restore:2;
  *                                call is init, state, lock, checkpoint, restore or unlock;
  *                                call:code:N fails only the first N times
+ *   FAKE_GPU_FILE=/abs/path      a virtual GPU shared by every process (and the fake
+ *                                libnvidia-ml.so.1): kernels take time, a full launch queue blocks,
+ *                                synchronisation waits (fake_cuda_mem.c says how); unset, launches
+ *                                and waits do nothing and return at once
+ *   FAKE_GPU_KERNEL_US=1000      with FAKE_GPU_FILE: how long each kernel occupies its GPU
+ *   FAKE_GPU_QUEUE_US=2000       with FAKE_GPU_FILE: the most work a launch may leave queued
  * Built with -DFAKE_OLD_DRIVER it exports no cuCheckpointProcess* function (a driver before 12.8).
  */
 #include <pthread.h>
@@ -52,6 +59,7 @@ __attribute__((visibility("hidden"))) void fake_trace(const char *fmt, ...);
 __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
+__attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
 
 void fake_trace(const char *fmt, ...) {
   const char *t = getenv("FAKE_CUDA_TRACE");
@@ -106,6 +114,14 @@ static struct fake_ctx primary[MAX_DEVICES];
 static __thread CUcontext current;
 
 CUresult fake_ready(void) { return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+
+/* The node UUID of the GPU the calling thread's current context is on (device 0's without one);
+ * NULL before cuInit. The virtual GPU (fake_cuda_mem.c) keys its queues by it, as NVML does. */
+const char *fake_current_uuid(void) {
+  if (!initialized) return NULL;
+  int dev = current ? current->device : 0;
+  return dev >= 0 && dev < visible_count ? uuids[visible[dev]] : NULL;
+}
 
 unsigned long long fake_memory(void) {
   const char *m = getenv("FAKE_CUDA_MEMORY");
@@ -398,6 +414,7 @@ static const struct variant variants[] = {
   ONE(cuMemRelease, 10020) ONE(cuArrayDestroy, 2000) ONE(cuMipmappedArrayDestroy, 5000)
   PT(cuLaunchKernel, 4000, 7000, _ptsz) PT(cuLaunchKernelEx, 11060, 11060, _ptsz)
   PT(cuLaunchCooperativeKernel, 9000, 9000, _ptsz) PT(cuLaunchHostFunc, 10000, 10000, _ptsz)
+  PT(cuGraphLaunch, 10000, 10000, _ptsz)
   PT(cuMemcpy, 4000, 7000, _ptds) PT(cuMemcpyAsync, 4000, 7000, _ptsz)
   V2PT(cuMemcpyHtoD, 2000, _ptds) V2PT(cuMemcpyDtoH, 2000, _ptds) V2PT(cuMemcpyDtoD, 2000, _ptds)
   V2PT(cuMemcpyHtoDAsync, 2000, _ptsz) V2PT(cuMemcpyDtoHAsync, 2000, _ptsz)

@@ -4,12 +4,43 @@
  * (FAKE_CUDA_MEMORY), so cuMemGetInfo's free goes down and a too large one fails with
  * CUDA_ERROR_OUT_OF_MEMORY; launches, copies, sets, waits and queries do nothing and succeed.
  * Each call is traced (FAKE_CUDA_TRACE=1) with its exported name and, where it has one, its size.
+ *
+ * The virtual GPU, with FAKE_GPU_FILE=/abs/path (unset: none of this happens). The file, created
+ * by whichever fake uses it first (this one or fake_nvml.c, which reads it), holds one timeline per
+ * GPU on CLOCK_MONOTONIC, shared by every process: its queue's end (busy_until) and a ring of the
+ * last 4096 busy intervals {start, end, pid} (an interval that continues the pid's previous one
+ * extends it). The GPU is the calling thread's current context's (device 0 without one), known by
+ * its node UUID, so that NVML finds it by the same UUID; up to 16 GPUs.
+ *   - A kernel launch (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch,
+ *     each with its _ptsz) occupies the GPU for FAKE_GPU_KERNEL_US (default 1000) µs from
+ *     max(now, busy_until). One that would leave more than FAKE_GPU_QUEUE_US (default 2000) µs
+ *     queued ahead of now sleeps (nanosleep, no spinning) until it would not: a full launch queue.
+ *     A kernel longer than the queue waits for an empty one.
+ *   - cuCtxSynchronize(_v2), cuStreamSynchronize(_ptsz) and cuEventSynchronize sleep until this
+ *     process's last kernel has ended; cuStreamQuery(_ptsz) answers CUDA_ERROR_NOT_READY (600)
+ *     before that.
+ * The file is a header {magic "FGPU", version 1, GPUs in use} and 16 GPU records {uuid[96],
+ * busy_until_ns, next, filled, ring[4096] of {start_ns, end_ns, pid, 0}} (fake_nvml.c declares the
+ * same layout); every access holds an open-file-description write lock on it (F_OFD_SETLKW, so that
+ * this library and the fake NVML in the same process exclude each other too) and this library's
+ * mutex. A file of another size or without the magic is left alone: a line on stderr, and the
+ * launches do nothing, as without FAKE_GPU_FILE.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_OFD_SETLKW */
+#endif
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #pragma GCC visibility push(protected)
 /* the no-op functions take their arguments and leave them */
@@ -28,11 +59,174 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
 #define CUDA_SUCCESS 0
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_READY 600
 
 __attribute__((visibility("hidden"))) void fake_trace(const char *fmt, ...);
 __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
+__attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
+
+/* ------------------------------------------------------------------ the virtual GPU */
+
+#ifndef F_OFD_SETLKW
+#define F_OFD_SETLKW 38
+#endif
+#define GPU_MAGIC 0x55504746u /* "FGPU" */
+#define GPU_VERSION 1u
+#define GPU_MAX 16
+#define GPU_RING 4096
+struct gpu_interval { uint64_t start_ns, end_ns; uint32_t pid, unused; };
+struct gpu_timeline {
+  char uuid[96];
+  uint64_t busy_until_ns;
+  uint32_t next, filled; /* the ring's next slot; how many hold an interval */
+  struct gpu_interval ring[GPU_RING];
+};
+struct gpu_file { uint32_t magic, version, gpus, unused; struct gpu_timeline gpu[GPU_MAX]; };
+
+static pthread_mutex_t gpu_mu = PTHREAD_MUTEX_INITIALIZER; /* held with the file's lock */
+static int gpu_opened;                                     /* 0 not yet, 1 open, -1 none */
+static int gpu_fd = -1;
+static struct gpu_file *gpu;
+static uint64_t kernel_ns, queue_ns;
+static uint64_t last_end_ns[GPU_MAX]; /* this process's last kernel's end, per GPU record */
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+static void sleep_until(uint64_t ns) {
+  struct timespec t = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {
+  }
+}
+
+static uint64_t env_us(const char *name, uint64_t fallback) {
+  const char *v = getenv(name);
+  return v && *v ? strtoull(v, NULL, 10) : fallback;
+}
+
+static int file_lock(int fd, short type) {
+  struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+  while (fcntl(fd, F_OFD_SETLKW, &l) != 0) {
+    if (errno != EINTR) return -1;
+  }
+  return 0;
+}
+
+/* Opens (creating) FAKE_GPU_FILE once, with gpu_mu held; 1 when the virtual GPU is there. */
+static int gpu_open(void) {
+  if (gpu_opened) return gpu_opened > 0;
+  gpu_opened = -1;
+  const char *path = getenv("FAKE_GPU_FILE");
+  if (!path || !*path) return 0;
+  kernel_ns = env_us("FAKE_GPU_KERNEL_US", 1000) * 1000;
+  queue_ns = env_us("FAKE_GPU_QUEUE_US", 2000) * 1000;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    fprintf(stderr, "fake libcuda: cannot open FAKE_GPU_FILE %s: %s\n", path, strerror(errno));
+    return 0;
+  }
+  struct stat st;
+  void *m = MAP_FAILED;
+  const char *why = NULL;
+  if (file_lock(fd, F_WRLCK) != 0 || fstat(fd, &st) != 0) {
+    why = strerror(errno);
+  } else if (st.st_size == 0 && ftruncate(fd, sizeof(struct gpu_file)) != 0) {
+    why = strerror(errno);
+  } else if (st.st_size != 0 && st.st_size != (off_t)sizeof(struct gpu_file)) {
+    why = "not a fake GPU file of this version (another size)";
+  } else if ((m = mmap(NULL, sizeof(struct gpu_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       0)) == MAP_FAILED) {
+    why = strerror(errno);
+  } else {
+    struct gpu_file *f = m;
+    if (st.st_size == 0) f->magic = GPU_MAGIC, f->version = GPU_VERSION;
+    if (f->magic != GPU_MAGIC || f->version != GPU_VERSION) why = "not a fake GPU file (magic)";
+  }
+  file_lock(fd, F_UNLCK);
+  if (why) {
+    fprintf(stderr, "fake libcuda: FAKE_GPU_FILE %s: %s; no virtual GPU\n", path, why);
+    if (m != MAP_FAILED) munmap(m, sizeof(struct gpu_file));
+    close(fd);
+    return 0;
+  }
+  gpu_fd = fd; /* kept open for the process's life: closing it would drop the lock's owner */
+  gpu = m;
+  gpu_opened = 1;
+  return 1;
+}
+
+/* The record of that GPU (claiming a free one), with the file locked; -1 when all 16 are used. */
+static int gpu_record(const char *uuid) {
+  for (uint32_t i = 0; i < gpu->gpus && i < GPU_MAX; i++) {
+    if (strncmp(gpu->gpu[i].uuid, uuid, sizeof gpu->gpu[i].uuid - 1) == 0) return (int)i;
+  }
+  if (gpu->gpus >= GPU_MAX) return -1;
+  struct gpu_timeline *t = &gpu->gpu[gpu->gpus];
+  memset(t->uuid, 0, sizeof t->uuid);
+  snprintf(t->uuid, sizeof t->uuid, "%s", uuid);
+  return (int)gpu->gpus++;
+}
+
+/* A kernel on the current context's GPU: waits while the queue is full, then queues it. */
+static void gpu_launch(void) {
+  const char *uuid = fake_current_uuid();
+  if (!uuid) return;
+  uint32_t pid = (uint32_t)getpid();
+  for (;;) {
+    pthread_mutex_lock(&gpu_mu);
+    if (!gpu_open()) break;
+    file_lock(gpu_fd, F_WRLCK);
+    int i = gpu_record(uuid);
+    if (i < 0) {
+      file_lock(gpu_fd, F_UNLCK);
+      break;
+    }
+    struct gpu_timeline *t = &gpu->gpu[i];
+    uint64_t now = now_ns();
+    uint64_t start = t->busy_until_ns > now ? t->busy_until_ns : now;
+    uint64_t end = start + kernel_ns;
+    if (start > now && end - now > queue_ns) { /* full: wait until this kernel would fit */
+      file_lock(gpu_fd, F_UNLCK);
+      pthread_mutex_unlock(&gpu_mu);
+      sleep_until(end - queue_ns < start ? end - queue_ns : start); /* longer: until it is empty */
+      continue;
+    }
+    struct gpu_interval *last = t->filled ? &t->ring[(t->next + GPU_RING - 1) % GPU_RING] : NULL;
+    if (last && last->pid == pid && last->end_ns == start) {
+      last->end_ns = end; /* back to back with this process's previous kernel */
+    } else {
+      t->ring[t->next] = (struct gpu_interval){start, end, pid, 0};
+      t->next = (t->next + 1) % GPU_RING;
+      if (t->filled < GPU_RING) t->filled++;
+    }
+    t->busy_until_ns = end;
+    file_lock(gpu_fd, F_UNLCK);
+    last_end_ns[i] = end;
+    break;
+  }
+  pthread_mutex_unlock(&gpu_mu);
+}
+
+/* When this process's last kernel ends (0: none queued, or no virtual GPU). */
+static uint64_t gpu_last_end(void) {
+  uint64_t end = 0;
+  pthread_mutex_lock(&gpu_mu);
+  if (gpu_open()) {
+    for (int i = 0; i < GPU_MAX; i++) end = last_end_ns[i] > end ? last_end_ns[i] : end;
+  }
+  pthread_mutex_unlock(&gpu_mu);
+  return end;
+}
+
+static void gpu_wait(void) {
+  uint64_t end = gpu_last_end();
+  if (end > now_ns()) sleep_until(end);
+}
 
 /* ------------------------------------------------------------------ allocations */
 
@@ -149,20 +343,21 @@ static CUresult info(const char *call, unsigned long long *free_bytes, unsigned 
   return CUDA_SUCCESS;
 }
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
-  unsigned long long f, t;
+  unsigned long long f = 0, t = 0;
   CUresult rc = info("cuMemGetInfo_v2", &f, &t);
   if (!rc) *free_bytes = (size_t)f, *total = (size_t)t;
   return rc;
 }
 CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
-  unsigned long long f, t;
+  unsigned long long f = 0, t = 0;
   CUresult rc = info("cuMemGetInfo", &f, &t);
   if (!rc) *free_bytes = f > 0xffffffffULL ? 0xffffffffU : (unsigned)f,
            *total = t > 0xffffffffULL ? 0xffffffffU : (unsigned)t;
   return rc;
 }
 
-/* ------------------------------------------------------------------ work: nothing to do */
+/* ------------------------------------------------------------------ work: nothing to do but on
+ * the virtual GPU */
 
 #define P_LAUNCH (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
                   unsigned bz, unsigned shared, CUstream s, void **params, void **extra)
@@ -201,6 +396,7 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
 #define P_WAITEV (CUstream s, CUevent e, unsigned flags)
 #define P_EVENT (CUevent e)
 #define P_RECORD (CUevent e, CUstream s)
+#define P_GRAPH (void *exec, CUstream s)
 
 /* (exported name, shape); the copies and sets trace their size */
 #define SIZED(X)                                                                                 \
@@ -218,17 +414,24 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
   X(cuMemsetD8Async_ptsz, SET8A) X(cuMemsetD16Async, SET16A) X(cuMemsetD16Async_ptsz, SET16A)    \
   X(cuMemsetD32Async, SET32A) X(cuMemsetD32Async_ptsz, SET32A)
 #define UNSIZED(X)                                                                               \
-  X(cuLaunchKernel, LAUNCH) X(cuLaunchKernel_ptsz, LAUNCH) X(cuLaunchKernelEx, LAUNCHEX)         \
-  X(cuLaunchKernelEx_ptsz, LAUNCHEX) X(cuLaunchCooperativeKernel, COOP)                          \
-  X(cuLaunchCooperativeKernel_ptsz, COOP) X(cuLaunchHostFunc, HOSTFN)                            \
+  X(cuLaunchHostFunc, HOSTFN)                                                                    \
   X(cuLaunchHostFunc_ptsz, HOSTFN) X(cuMemcpy2D, COPY) X(cuMemcpy2D_v2, COPY)                    \
   X(cuMemcpy2D_v2_ptds, COPY) X(cuMemcpy2DAsync, COPYA) X(cuMemcpy2DAsync_v2, COPYA)             \
   X(cuMemcpy2DAsync_v2_ptsz, COPYA) X(cuMemcpy3D, COPY) X(cuMemcpy3D_v2, COPY)                   \
   X(cuMemcpy3D_v2_ptds, COPY) X(cuMemcpy3DAsync, COPYA) X(cuMemcpy3DAsync_v2, COPYA)             \
-  X(cuMemcpy3DAsync_v2_ptsz, COPYA) X(cuCtxSynchronize, NONE) X(cuCtxSynchronize_v2, CTX)        \
-  X(cuStreamSynchronize, STREAM) X(cuStreamSynchronize_ptsz, STREAM) X(cuStreamWaitEvent, WAITEV) \
-  X(cuStreamWaitEvent_ptsz, WAITEV) X(cuEventSynchronize, EVENT) X(cuStreamQuery, STREAM)        \
-  X(cuStreamQuery_ptsz, STREAM) X(cuEventRecord, RECORD) X(cuEventRecord_ptsz, RECORD)
+  X(cuMemcpy3DAsync_v2_ptsz, COPYA) X(cuStreamWaitEvent, WAITEV)                                 \
+  X(cuStreamWaitEvent_ptsz, WAITEV) X(cuEventRecord, RECORD) X(cuEventRecord_ptsz, RECORD)
+/* kernels: on the virtual GPU, each occupies it for FAKE_GPU_KERNEL_US */
+#define LAUNCHES(X)                                                                              \
+  X(cuLaunchKernel, LAUNCH) X(cuLaunchKernel_ptsz, LAUNCH) X(cuLaunchKernelEx, LAUNCHEX)         \
+  X(cuLaunchKernelEx_ptsz, LAUNCHEX) X(cuLaunchCooperativeKernel, COOP)                          \
+  X(cuLaunchCooperativeKernel_ptsz, COOP) X(cuGraphLaunch, GRAPH) X(cuGraphLaunch_ptsz, GRAPH)
+/* waits: on the virtual GPU, until this process's last kernel has ended */
+#define WAITS(X)                                                                                 \
+  X(cuCtxSynchronize, NONE) X(cuCtxSynchronize_v2, CTX) X(cuStreamSynchronize, STREAM)           \
+  X(cuStreamSynchronize_ptsz, STREAM) X(cuEventSynchronize, EVENT)
+/* queries: on the virtual GPU, CUDA_ERROR_NOT_READY until then */
+#define QUERIES(X) X(cuStreamQuery, STREAM) X(cuStreamQuery_ptsz, STREAM)
 
 #define DEFINE_SIZED(name, shape)                          \
   CUresult name P_##shape {                                \
@@ -240,8 +443,31 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
     fake_trace(#name "()");         \
     return fake_ready();            \
   }
+#define DEFINE_LAUNCH(name, shape)   \
+  CUresult name P_##shape {           \
+    fake_trace(#name "()");           \
+    CUresult rc = fake_ready();       \
+    if (rc == CUDA_SUCCESS) gpu_launch(); \
+    return rc;                        \
+  }
+#define DEFINE_WAIT(name, shape)      \
+  CUresult name P_##shape {           \
+    fake_trace(#name "()");           \
+    CUresult rc = fake_ready();       \
+    if (rc == CUDA_SUCCESS) gpu_wait(); \
+    return rc;                        \
+  }
+#define DEFINE_QUERY(name, shape)                                                      \
+  CUresult name P_##shape {                                                            \
+    fake_trace(#name "()");                                                            \
+    CUresult rc = fake_ready();                                                        \
+    return rc == CUDA_SUCCESS && gpu_last_end() > now_ns() ? CUDA_ERROR_NOT_READY : rc; \
+  }
 SIZED(DEFINE_SIZED)
 UNSIZED(DEFINE_UNSIZED)
+LAUNCHES(DEFINE_LAUNCH)
+WAITS(DEFINE_WAIT)
+QUERIES(DEFINE_QUERY)
 
 /* ------------------------------------------------------------------ by name (cuGetProcAddress) */
 
@@ -254,7 +480,7 @@ UNSIZED(DEFINE_UNSIZED)
   X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemRelease) X(cuArrayDestroy)                     \
   X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) X(cuMemGetInfo)
 static const struct { const char *name; void *fn; } functions[] = {
-  OWN(ROW) SIZED(ROW) UNSIZED(ROW)
+  OWN(ROW) SIZED(ROW) UNSIZED(ROW) LAUNCHES(ROW) WAITS(ROW) QUERIES(ROW)
 };
 
 void *fake_mem_fn(const char *name) {

@@ -19,13 +19,36 @@
  * FAKE_NVML_UTIL=i:gpu:mem (device i's utilisation, and one process sample of FAKE_NVML_PID,
  * default 4242, with smUtil = gpu; without it device 0 says 42/17 and has two samples).
  *
+ * The virtual GPU, with FAKE_GPU_FILE=/abs/path: the timelines the fake libcuda.so.1 keeps of its
+ * kernels (fake-cuda/fake_cuda_mem.c; this file is created when it is not there yet), found by the
+ * device's UUID. Over the last FAKE_NVML_WINDOW_MS (default 100) ms, counting only what lies in
+ * [now - window, now] (work queued after now is not busy yet):
+ *   nvmlDeviceGetUtilizationRates       gpu = the GPU's busy percent (rounded), memory = 0
+ *   nvmlDeviceGetProcessUtilization     one sample per pid that ran in the window: smUtil its busy
+ *                                       percent (rounded), timeStamp now in µs (CLOCK_MONOTONIC);
+ *                                       NVML_ERROR_NOT_FOUND when none ran or lastSeen >= now
+ *   nvmlDeviceGetComputeRunningProcesses_v2/_v3  those pids, memory NVML_VALUE_NOT_AVAILABLE
+ * A device FAKE_NVML_UTIL scripts keeps its scripted utilisation and sample; lost and MIG devices
+ * answer as without the file. Unset, none of this happens.
+ *
  * Its functions never call each other through their exported names: a library preloaded in
  * front of it (libgpushare.so) would otherwise see the calls.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* F_OFD_SETLKW */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
@@ -110,6 +133,144 @@ static int scripted(nvmlDevice_t d, unsigned int *gpu, unsigned int *mem) {
 static int lost(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_LOST", -1); }
 static int mig(nvmlDevice_t d) { return d && (int) d->index == env_int("FAKE_NVML_MIG", -1); }
 
+/* ------------------------------------------------------------------ the virtual GPU's file
+ * The same layout as fake-cuda/fake_cuda_mem.c's (keep them in step), locked the same way: an
+ * open-file-description write lock on the whole file (so that the fake libcuda.so.1 in the same
+ * process excludes this library too) and this library's mutex. */
+
+#ifndef F_OFD_SETLKW
+#define F_OFD_SETLKW 38
+#endif
+#define GPU_MAGIC 0x55504746u /* "FGPU" */
+#define GPU_VERSION 1u
+#define GPU_MAX 16
+#define GPU_RING 4096
+#define GPU_PIDS 64
+struct gpu_interval { uint64_t start_ns, end_ns; uint32_t pid, unused; };
+struct gpu_timeline {
+  char uuid[96];
+  uint64_t busy_until_ns;
+  uint32_t next, filled;
+  struct gpu_interval ring[GPU_RING];
+};
+struct gpu_file { uint32_t magic, version, gpus, unused; struct gpu_timeline gpu[GPU_MAX]; };
+
+static pthread_mutex_t gpu_mu = PTHREAD_MUTEX_INITIALIZER;
+static int gpu_opened; /* 0 not yet, 1 open, -1 none */
+static int gpu_fd = -1;
+static struct gpu_file *gpu;
+
+/* What a window of one GPU holds: its busy time and each pid's, in ns. */
+struct gpu_window {
+  uint64_t now_ns, length_ns, busy_ns;
+  unsigned int pids;
+  struct { unsigned int pid; uint64_t busy_ns; } pid[GPU_PIDS];
+};
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t) t.tv_sec * 1000000000ULL + (uint64_t) t.tv_nsec;
+}
+
+static int file_lock(int fd, short type) {
+  struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+  while (fcntl(fd, F_OFD_SETLKW, &l) != 0) {
+    if (errno != EINTR) return -1;
+  }
+  return 0;
+}
+
+/* Opens (creating) FAKE_GPU_FILE once, with gpu_mu held; 1 when the virtual GPU is there. */
+static int gpu_open(void) {
+  if (gpu_opened) return gpu_opened > 0;
+  gpu_opened = -1;
+  const char *path = getenv("FAKE_GPU_FILE");
+  if (!path || !*path) return 0;
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    fprintf(stderr, "fake libnvidia-ml: cannot open FAKE_GPU_FILE %s: %s\n", path, strerror(errno));
+    return 0;
+  }
+  struct stat st;
+  void *m = MAP_FAILED;
+  const char *why = NULL;
+  if (file_lock(fd, F_WRLCK) != 0 || fstat(fd, &st) != 0) {
+    why = strerror(errno);
+  } else if (st.st_size == 0 && ftruncate(fd, sizeof(struct gpu_file)) != 0) {
+    why = strerror(errno);
+  } else if (st.st_size != 0 && st.st_size != (off_t) sizeof(struct gpu_file)) {
+    why = "not a fake GPU file of this version (another size)";
+  } else if ((m = mmap(NULL, sizeof(struct gpu_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                       0)) == MAP_FAILED) {
+    why = strerror(errno);
+  } else {
+    struct gpu_file *f = m;
+    if (st.st_size == 0) f->magic = GPU_MAGIC, f->version = GPU_VERSION;
+    if (f->magic != GPU_MAGIC || f->version != GPU_VERSION) why = "not a fake GPU file (magic)";
+  }
+  file_lock(fd, F_UNLCK);
+  if (why) {
+    fprintf(stderr, "fake libnvidia-ml: FAKE_GPU_FILE %s: %s; no virtual GPU\n", path, why);
+    if (m != MAP_FAILED) munmap(m, sizeof(struct gpu_file));
+    close(fd);
+    return 0;
+  }
+  gpu_fd = fd; /* kept open: closing it would drop the lock's owner */
+  gpu = m;
+  gpu_opened = 1;
+  return 1;
+}
+
+/* 1 when there is a virtual GPU (FAKE_GPU_FILE), with device d's last window in *w (all zero for
+ * a GPU no kernel ran on yet); 0 without one. */
+static int gpu_window(nvmlDevice_t d, struct gpu_window *w) {
+  char uuid[96];
+  memset(w, 0, sizeof *w);
+  pthread_mutex_lock(&gpu_mu);
+  if (!gpu_open()) {
+    pthread_mutex_unlock(&gpu_mu);
+    return 0;
+  }
+  uuid_of(d->index, uuid, sizeof uuid);
+  int ms = env_int("FAKE_NVML_WINDOW_MS", 100);
+  w->length_ns = (uint64_t) (ms > 0 ? ms : 1) * 1000000ULL;
+  file_lock(gpu_fd, F_WRLCK);
+  uint64_t now = w->now_ns = now_ns();
+  uint64_t from = now > w->length_ns ? now - w->length_ns : 0;
+  for (uint32_t i = 0; i < gpu->gpus && i < GPU_MAX; i++) {
+    struct gpu_timeline *t = &gpu->gpu[i];
+    if (strncmp(t->uuid, uuid, sizeof t->uuid - 1) != 0) continue;
+    /* newest first; the queue is serial, so the intervals end in order */
+    for (uint32_t k = 0; k < t->filled && k < GPU_RING; k++) {
+      struct gpu_interval *e = &t->ring[(t->next + 2 * GPU_RING - 1 - k) % GPU_RING];
+      if (e->end_ns <= from) break;
+      uint64_t a = e->start_ns > from ? e->start_ns : from;
+      uint64_t b = e->end_ns < now ? e->end_ns : now;
+      if (b <= a) continue; /* queued, not begun */
+      w->busy_ns += b - a;
+      unsigned int p = 0;
+      while (p < w->pids && w->pid[p].pid != e->pid) p++;
+      if (p == w->pids) {
+        if (p == GPU_PIDS) continue;
+        w->pid[w->pids].pid = e->pid;
+        w->pid[w->pids++].busy_ns = 0;
+      }
+      w->pid[p].busy_ns += b - a;
+    }
+    break;
+  }
+  file_lock(gpu_fd, F_UNLCK);
+  pthread_mutex_unlock(&gpu_mu);
+  return 1;
+}
+
+/* Busy time as a rounded percent of the window, at most 100. */
+static unsigned int percent(const struct gpu_window *w, uint64_t busy_ns) {
+  uint64_t p = (busy_ns * 100 + w->length_ns / 2) / w->length_ns;
+  return p > 100 ? 100 : (unsigned int) p;
+}
+
 nvmlReturn_t nvmlInit_v2(void) { return env_int("FAKE_NVML_INIT_RC", NVML_SUCCESS); }
 nvmlReturn_t nvmlShutdown(void) { return NVML_SUCCESS; }
 const char *nvmlErrorString(nvmlReturn_t r) { return r == 0 ? "Success" : "fake error"; }
@@ -176,14 +337,32 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
   if (mig(d)) return NVML_ERROR_NOT_SUPPORTED;
   if (scripted(d, &u->gpu, &u->memory)) return NVML_SUCCESS;
+  struct gpu_window w;
+  if (gpu_window(d, &w)) {
+    u->gpu = percent(&w, w.busy_ns);
+    u->memory = 0;
+    return NVML_SUCCESS;
+  }
   u->gpu = d->index == 0 ? 42 : 0;
   u->memory = d->index == 0 ? 17 : 0;
   return NVML_SUCCESS;
 }
 
-/* Device 0 runs two processes; the second does not report its memory. */
+/* Device 0 runs two processes; the second does not report its memory. On the virtual GPU: the
+ * pids of the window, none reporting its memory. */
 static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t *infos) {
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
+  struct gpu_window w;
+  if (gpu_window(d, &w)) {
+    if (*n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    *n = w.pids;
+    if (w.pids) memset(infos, 0, w.pids * sizeof *infos);
+    for (unsigned int i = 0; i < w.pids; i++) {
+      infos[i].pid = w.pid[i].pid;
+      infos[i].usedGpuMemory = ~0ULL; /* NVML_VALUE_NOT_AVAILABLE */
+    }
+    return NVML_SUCCESS;
+  }
   unsigned int have = d->index == 0 ? 2 : 0;
   if (*n < have) { *n = have; return NVML_ERROR_INSUFFICIENT_SIZE; }
   *n = have;
@@ -228,6 +407,20 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
     samples[0].smUtil = gpu;
     samples[0].memUtil = mem;
     *n = 1;
+    return NVML_SUCCESS;
+  }
+  struct gpu_window w;
+  if (gpu_window(d, &w)) {
+    unsigned long long now_us = w.now_ns / 1000;
+    if (w.pids == 0 || lastSeen >= now_us) return NVML_ERROR_NOT_FOUND;
+    if (samples == NULL || *n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    memset(samples, 0, w.pids * sizeof *samples);
+    for (unsigned int i = 0; i < w.pids; i++) {
+      samples[i].pid = w.pid[i].pid;
+      samples[i].timeStamp = now_us;
+      samples[i].smUtil = percent(&w, w.pid[i].busy_ns);
+    }
+    *n = w.pids;
     return NVML_SUCCESS;
   }
   if (d->index != 0 || lastSeen >= 2000) return NVML_ERROR_NOT_FOUND;
