@@ -113,9 +113,14 @@ static void read_token(char *out, size_t n) {
 }
 
 static int send_request(int fd, const char *method, const char *path, const char *accept,
-                        long deadline, char *err, size_t errlen) {
+                        const char *body, long deadline, char *err, size_t errlen) {
   /* on the heap: the caller may be an application thread with a small stack */
-  enum { TOKEN_MAX = 16384, REQ_MAX = TOKEN_MAX + 2048 };
+  enum { TOKEN_MAX = 16384, REQ_MAX = TOKEN_MAX + 4096 };
+  size_t body_len = body ? strlen(body) : 0;
+  if (body_len > 1024) {
+    snprintf(err, errlen, "request body too long");
+    return -1;
+  }
   char *token = malloc(TOKEN_MAX), *req = malloc(REQ_MAX);
   if (!token || !req) {
     free(token);
@@ -126,9 +131,11 @@ static int send_request(int fd, const char *method, const char *path, const char
   read_token(token, TOKEN_MAX);
   int n = snprintf(req, REQ_MAX,
                    "%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: libgpushare\r\nAccept: %s\r\n"
-                   "%s%s%sContent-Length: 0\r\nConnection: close\r\n\r\n",
+                   "%s%s%s%sContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
                    method, path, gs_cfg.unix_path[0] ? "localhost" : gs_cfg.host, accept,
-                   token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "");
+                   token[0] ? "Authorization: Bearer " : "", token, token[0] ? "\r\n" : "",
+                   body_len ? "Content-Type: application/json\r\n" : "", body_len,
+                   body ? body : "");
   free(token);
   int rc = 0;
   for (int off = 0; off < n && rc == 0;) {
@@ -261,7 +268,8 @@ static int read_head(struct gs_stream *s, long deadline, int *status, char *err,
 }
 
 static struct gs_stream *open_stream(const char *method, const char *path, const char *accept,
-                                     long deadline, int *status, char *err, size_t errlen) {
+                                     const char *body, long deadline, int *status, char *err,
+                                     size_t errlen) {
   int fd = open_connection(err, errlen);
   if (fd < 0) return NULL;
   struct gs_stream *s = calloc(1, sizeof *s);
@@ -271,7 +279,7 @@ static struct gs_stream *open_stream(const char *method, const char *path, const
     return NULL;
   }
   s->fd = fd;
-  if (send_request(fd, method, path, accept, deadline, err, errlen) < 0 ||
+  if (send_request(fd, method, path, accept, body, deadline, err, errlen) < 0 ||
       read_head(s, deadline, status, err, errlen) < 0) {
     gs_watch_close(s);
     return NULL;
@@ -281,10 +289,15 @@ static struct gs_stream *open_stream(const char *method, const char *path, const
 
 int gs_http(const char *method, const char *path, long timeout_ms, struct gs_response *out,
             char *err, size_t errlen) {
+  return gs_http_body(method, path, NULL, timeout_ms, out, err, errlen);
+}
+
+int gs_http_body(const char *method, const char *path, const char *body, long timeout_ms,
+                 struct gs_response *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   long deadline = now_ms() + timeout_ms;
-  struct gs_stream *s = open_stream(method, path, "application/json", deadline, &out->status, err,
-                                    errlen);
+  struct gs_stream *s = open_stream(method, path, "application/json", body, deadline, &out->status,
+                                    err, errlen);
   if (!s) return -1;
   int done;
   while ((done = decode(s)) == 0) {
@@ -312,7 +325,7 @@ int gs_http(const char *method, const char *path, long timeout_ms, struct gs_res
 
 int gs_watch_open(const char *path, struct gs_stream **out, int *status, char *err,
                   size_t errlen) {
-  *out = open_stream("GET", path, "text/event-stream", now_ms() + 30000, status, err, errlen);
+  *out = open_stream("GET", path, "text/event-stream", NULL, now_ms() + 30000, status, err, errlen);
   return *out ? 0 : -1;
 }
 

@@ -105,12 +105,18 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
 #define A_RECORD (e, s)
 
 /* (the name cuGetProcAddress is asked for, the exported variant, its shape) */
-#define WORK(X)                                                                                  \
+/* Kernel launches: what the compute limit counts (gs_launch_gate). */
+#define LAUNCHES(X)                                                                              \
   X(cuLaunchKernel, cuLaunchKernel, LAUNCH) X(cuLaunchKernel, cuLaunchKernel_ptsz, LAUNCH)       \
   X(cuLaunchKernelEx, cuLaunchKernelEx, LAUNCHEX)                                                \
   X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, LAUNCHEX)                                           \
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, COOP)                                  \
-  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)                             \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)
+
+#define WORK(X)                                                                                  \
+  LAUNCHES(X) OTHER_WORK(X)
+
+#define OTHER_WORK(X)                                                                            \
   X(cuLaunchHostFunc, cuLaunchHostFunc, HOSTFN) X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, HOSTFN) \
   X(cuMemcpy, cuMemcpy, DD) X(cuMemcpy, cuMemcpy_ptds, DD)                                       \
   X(cuMemcpyAsync, cuMemcpyAsync, DDA) X(cuMemcpyAsync, cuMemcpyAsync_ptsz, DDA)                 \
@@ -194,7 +200,16 @@ static inline void *real_of(int i) {
     __typeof__(&name) real = (__typeof__(&name))real_of(FN_##name); \
     return real ? real A_##shape : GS_CUDA_ERROR_NOT_FOUND;     \
   }
-WORK(DEFINE_WORK)
+OTHER_WORK(DEFINE_WORK)
+
+#define DEFINE_LAUNCH(base, name, shape)                        \
+  GS_EXPORT CUresult name P_##shape {                           \
+    int rc = gs_launch_gate();                                  \
+    if (rc) return rc;                                          \
+    __typeof__(&name) real = (__typeof__(&name))real_of(FN_##name); \
+    return real ? real A_##shape : GS_CUDA_ERROR_NOT_FOUND;     \
+  }
+LAUNCHES(DEFINE_LAUNCH)
 
 /* ------------------------------------------------------------------ cuInit, cuMemGetInfo */
 

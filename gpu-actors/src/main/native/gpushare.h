@@ -99,6 +99,10 @@ struct gs_response {
 int gs_http(const char *method, const char *path, long timeout_ms, struct gs_response *out,
             char *err, size_t errlen);
 
+/* The same with a JSON body (at most 1 KiB), sent with Content-Type: application/json. */
+int gs_http_body(const char *method, const char *path, const char *body, long timeout_ms,
+                 struct gs_response *out, char *err, size_t errlen);
+
 /* The watch stream (Server-Sent Events). Open: 0 and the status in *status (200 = streaming),
  * -1 on transport failure. Next: 1 with one event's data in buf, 0 at the end of the stream,
  * -1 on failure or when nothing (not even a heartbeat) came for idle_ms. */
@@ -126,10 +130,40 @@ extern _Atomic int gs_gate_word;
  * (CUDA_ERROR_NO_DEVICE when configured to fail, or the setting is malformed). */
 int gs_gate_slow(void);
 
+/* The state word's value while the pod is Running under a compute limit (limiter.c): every call
+ * but a kernel launch goes on as at 0; a launch takes a token from the pod's bucket first. */
+#define GS_GATE_LIMITED 2
+
 static inline int gs_gate(void) {
-  if (GS_LIKELY(atomic_load_explicit(&gs_gate_word, memory_order_acquire) == 0)) return 0;
+  if (GS_LIKELY((atomic_load_explicit(&gs_gate_word, memory_order_acquire) & 1) == 0)) return 0;
   return gs_gate_slow();
 }
+
+/* ------------------------------------------------------------------ limiter.c */
+
+/* The pod's bucket (shared by its processes once the limit is on). */
+extern _Atomic(int64_t) *gs_limit_tokens;
+/* A launch that found the bucket empty: waits for a token (or for the pod to leave Running). */
+int gs_limit_wait(void);
+/* A kernel launch's gate: at 0 as gs_gate; under a limit one atomic fetch-and-subtract. */
+static inline int gs_launch_gate(void) {
+  int w = atomic_load_explicit(&gs_gate_word, memory_order_acquire);
+  if (GS_LIKELY(w == 0)) return 0;
+  if (GS_LIKELY(w == GS_GATE_LIMITED)) {
+    if (GS_LIKELY(atomic_fetch_sub_explicit(gs_limit_tokens, 1, memory_order_relaxed) > 0))
+      return 0;
+    return gs_limit_wait();
+  }
+  return gs_gate_slow();
+}
+/* The state word for Running: GS_GATE_LIMITED under a limit, else 0. */
+int gs_limit_word(void);
+/* The pod's core limit and whether this node limits in the library (view computeLimit.mode). */
+void gs_limit_set(int core_limit, int enabled);
+/* At exit: leaves the pod's processes; the controller reports the pod's figures one last time. */
+void gs_limit_at_exit(void);
+/* In a forked child: no controller thread, no limit until its own grant. */
+void gs_limit_after_fork(void);
 
 /* cuInit's entry: the first GPU use. Raises demand (share-pool) or finds the pinned GPU (static),
  * waits for the grant, then sets CUDA_VISIBLE_DEVICES to the granted GPU's UUID, all before the

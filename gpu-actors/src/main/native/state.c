@@ -39,6 +39,7 @@ struct view {
   /* workload.env's MPS variables (MPS on: the pipe and log directories of the granted GPU's
    * control daemon; always: the two limits an MPS client reads) */
   char mps[GS_MPS_VARS][512];
+  char limit_mode[16]; /* computeLimit.mode: library, mps, off; "" when the member says nothing */
 };
 
 /* The variables of the pod view's workload.env an MPS client reads at its first CUDA call. */
@@ -91,6 +92,8 @@ static int parse_view(const char *body, size_t len, struct view *v) {
   x.memory = n > 0 && n <= 100 ? (int)n : 100;
   if (gs_json_long(body, len, "queuePosition", &x.position) < 0) return -1;
   if (gs_json_long(body, len, "waitingSeconds", &x.waiting) < 0) return -1;
+  if (gs_json_string(body, len, "computeLimit.mode", x.limit_mode, sizeof x.limit_mode) < 0)
+    return -1;
   for (int i = 0; i < GS_MPS_VARS; i++) {
     char key[64];
     snprintf(key, sizeof key, "workload.env.%s", mps_vars[i]);
@@ -173,6 +176,7 @@ static void take_grant(const struct view *v) {
   grant.is_static = strcmp(v->policy, "static") == 0;
   memcpy(grant.mps, v->mps, sizeof grant.mps);
   atomic_store(&grant_known, 1);
+  gs_limit_set(v->core, strcmp(v->limit_mode, "library") == 0);
 }
 
 /* A new view of the pod, under mu: the state word follows it, and the signal contract or the
@@ -191,7 +195,8 @@ static void follow(const struct view *v, int from_watch) {
     }
     if (phase == P_HELD || phase == P_RUNNING) {
       phase = P_RUNNING;
-      atomic_store(&gs_gate_word, 0);
+      if (bound_uuid[0]) gs_limit_set(v->core, strcmp(v->limit_mode, "library") == 0);
+      atomic_store(&gs_gate_word, gs_limit_word());
     }
     return;
   }
@@ -372,7 +377,7 @@ static int acquire(void) {
       take_grant(&view);
       next_line_ms = -1;
       if (phase == P_WAITING || phase == P_HELD) phase = P_RUNNING;
-      atomic_store(&gs_gate_word, 0);
+      atomic_store(&gs_gate_word, gs_limit_word());
       return 0;
     }
     if (!is_static && phase != P_STOPPING && strcmp(view.state, "Hibernation") == 0 &&
@@ -504,6 +509,7 @@ static void after_fork_child(void) {
   atomic_store(&grant_known, 0);
   gs_contract_after_fork();
   gs_pod_after_fork();
+  gs_limit_after_fork();
 }
 
 static void load(void) {
@@ -522,5 +528,6 @@ static void load(void) {
 __attribute__((constructor)) static void gs_load(void) { pthread_once(&loaded, load); }
 
 __attribute__((destructor)) static void gs_unload(void) {
+  if (gs_cfg.active) gs_limit_at_exit();
   if (gs_cfg.active && user) gs_release_at_exit();
 }

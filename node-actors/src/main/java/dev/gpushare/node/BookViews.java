@@ -14,6 +14,8 @@ import dev.gpushare.arbiter.WorkloadEnv;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.node.api.Views;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
+import dev.gpushare.node.api.Views.ComputeLimitView;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
@@ -177,7 +179,26 @@ final class BookViews {
         v.policy() == SharePolicy.SHARE_POOL
             ? new WorkloadView(WorkloadEnv.of(v.gpu().uuid(), limits, gpuMiB, mpsRoot))
             : null,
-        v.checkpoint());
+        v.checkpoint(),
+        v.computeLimit());
+  }
+
+  /**
+   * A sharing pod's compute limit under {@code mode}, with its library's latest {@code report} (may
+   * be null): the aim is the core limit when the library limits, {@code heldSeconds} 0 and the
+   * measurement {@code null} until a report. {@code null} for pods that share no GPU.
+   */
+  static ComputeLimitView computeLimit(
+      PodView v, ComputeLimitMode mode, Changes.ComputeReported report) {
+    if (v.limits() == null) {
+      return null;
+    }
+    return new ComputeLimitView(
+        mode,
+        mode == ComputeLimitMode.LIBRARY ? Integer.valueOf(v.limits().core()) : null,
+        report == null ? 0.0 : report.heldSeconds(),
+        report == null ? null : Double.valueOf(report.measuredPercent()),
+        report == null ? null : report.reportedAt());
   }
 
   static EventView eventView(PodNotes.EventNote e) {

@@ -35,6 +35,26 @@ public final class Changes {
   public record UsageChanged(String node, Map<String, PodUsageReport> pods) implements Change {}
 
   /**
+   * The latest report of a pod's compute limiter ({@code libgpushare.so}, issue 26), published by
+   * the member that took it so that every member's views and metrics show it. Not journaled: the
+   * next report replaces it, and it is dropped when the pod is deleted.
+   *
+   * @param origin the {@link ChangeFanOut} that took the report (it keeps its own at once)
+   * @param node the pod's node
+   * @param pod the pod's entity id ({@link PodKey#entityId()})
+   * @param reportedAt when the member took it (its arbiter clock)
+   */
+  public record ComputeReported(
+      String origin,
+      String node,
+      String pod,
+      double aimPercent,
+      double measuredPercent,
+      double heldSeconds,
+      java.time.Instant reportedAt)
+      implements Change {}
+
+  /**
    * One Running pod's use of its GPU (SPEC §7): memory used and its limit in MiB, SM utilisation of
    * the whole GPU and relative to the core limit (null: not reported), processes (-1: the driver
    * lists none).

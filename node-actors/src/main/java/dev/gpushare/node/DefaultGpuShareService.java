@@ -6,6 +6,7 @@ import dev.gpushare.arbiter.NodeManifest;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodManifest;
 import dev.gpushare.gpu.GpuProcess;
+import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.JournalStatus;
@@ -42,7 +43,8 @@ import org.apache.pekko.stream.javadsl.Source;
  *   <li>{@link NodeReads} and {@link PodReads}: the views users read.
  *   <li>{@link NodeRegistration}: a node put, patched, its GPUs' health; arbiters kept in line.
  *   <li>{@link PodLifecycle} (with the {@link EmbeddedScheduler}): pods created and deleted.
- *   <li>{@link PodDataPlane}: demand, release, the long poll and the watch ({@link PodWatches}).
+ *   <li>{@link PodDataPlane}: demand, release, the long poll and the watch ({@link PodWatches}),
+ *       compute-limiter reports.
  *   <li>{@link ChangeFanOut}: changes published cluster-wide and told to listeners.
  *   <li>{@link TelemetryPort}: what GPU telemetry reads and does; {@link GpuScripting}: its script.
  *   <li>{@link ServiceClock}: the manual clock.
@@ -84,10 +86,12 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
     this.registration = new NodeRegistration(gate, asks, entities, timeout, nodeReads, fanOut);
     this.recovery =
         new StartupRecovery(system, settings.nodes(), asks, entities, timeout, registration);
-    this.podReads = new PodReads(asks, nodeReads, fanOut, settings.gpu().mpsRoot());
+    this.podReads =
+        new PodReads(
+            asks, nodeReads, fanOut, settings.gpu().mpsRoot(), settings.gpu().computeLimitMode());
     this.lifecycle =
         new PodLifecycle(gate, asks, entities, timeout, registration, podReads, fanOut);
-    this.dataPlane = new PodDataPlane(gate, asks, podReads, watches);
+    this.dataPlane = new PodDataPlane(gate, asks, podReads, watches, fanOut, clock);
     this.telemetry =
         new TelemetryPort(system, asks, entities, timeout, local, registration, fanOut);
     this.scripting = new GpuScripting(asks, nodeReads, local);
@@ -213,6 +217,17 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   @Override
   public CompletionStage<PodView> release(String namespace, String name) {
     return dataPlane.release(namespace, name);
+  }
+
+  @Override
+  public CompletionStage<PodView> reportCompute(
+      String namespace, String name, ComputeReport report) {
+    return dataPlane.reportCompute(namespace, name, report);
+  }
+
+  /** How many pods have a compute-limiter report kept on this member (for tests). */
+  int computeReports() {
+    return fanOut.computeReports();
   }
 
   @Override

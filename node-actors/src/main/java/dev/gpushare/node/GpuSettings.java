@@ -2,14 +2,15 @@ package dev.gpushare.node;
 
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
+import dev.gpushare.node.api.Views;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 
 /**
  * The GPU side of a member ({@code gpushare.gpu} in the launcher's config): which backend serves
- * the node it runs on, how often telemetry is sampled, what telemetry may do to a Running pod, and
- * whether the node runs MPS.
+ * the node it runs on, how often telemetry is sampled, what telemetry may do to a Running pod,
+ * whether the node runs MPS, and whether {@code libgpushare.so} keeps pods at their core limit.
  *
  * @param backend {@code gpu.backend}: NVML, simulated, or NVML when it loads (auto)
  * @param telemetryInterval how often every device of the member's node(s) is sampled
@@ -18,6 +19,8 @@ import java.util.Optional;
  * @param mpsRoot the node's MPS directory (one control daemon per GPU under {@code <root>/<uuid>}),
  *     empty when the node runs no MPS
  * @param checkpoints whether and how far the member checkpoints pods instead of signalling them
+ * @param computeLimit {@code gpu.compute-limit}: whether the pod-side library keeps a pod's compute
+ *     at or under its core limit ({@link #computeLimitMode()})
  */
 public record GpuSettings(
     GpuBackends.Mode backend,
@@ -25,7 +28,62 @@ public record GpuSettings(
     IdleSettings idle,
     boolean enforceMemory,
     Optional<String> mpsRoot,
-    Checkpoints checkpoints) {
+    Checkpoints checkpoints,
+    ComputeLimit computeLimit) {
+
+  /**
+   * {@code gpushare.gpu.compute-limit}: {@code auto} (the default) lets {@code libgpushare.so} keep
+   * a pod's compute at or under its core limit when the node runs no MPS (under MPS, MPS does);
+   * {@code off} leaves compute unlimited by the library.
+   */
+  public enum ComputeLimit {
+    AUTO("auto"),
+    OFF("off");
+
+    private final String configValue;
+
+    ComputeLimit(String configValue) {
+      this.configValue = configValue;
+    }
+
+    /** The value as the configuration writes it. */
+    public String configValue() {
+      return configValue;
+    }
+
+    /** The setting written {@code value} (any case), or empty. */
+    public static Optional<ComputeLimit> parse(String value) {
+      for (ComputeLimit c : values()) {
+        if (c.configValue.equalsIgnoreCase(value)) {
+          return Optional.of(c);
+        }
+      }
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * Who keeps a pod's compute at its core limit on this member's node, as the pod view shows it:
+   * {@code off} when {@link #computeLimit()} is off, else {@code mps} when the node runs MPS
+   * ({@link #mpsRoot()}), else {@code library}.
+   */
+  public Views.ComputeLimitMode computeLimitMode() {
+    if (computeLimit == ComputeLimit.OFF) {
+      return Views.ComputeLimitMode.OFF;
+    }
+    return mpsRoot.isPresent() ? Views.ComputeLimitMode.MPS : Views.ComputeLimitMode.LIBRARY;
+  }
+
+  /** Settings with the compute limit {@code auto}. */
+  public GpuSettings(
+      GpuBackends.Mode backend,
+      Duration telemetryInterval,
+      IdleSettings idle,
+      boolean enforceMemory,
+      Optional<String> mpsRoot,
+      Checkpoints checkpoints) {
+    this(backend, telemetryInterval, idle, enforceMemory, mpsRoot, checkpoints, ComputeLimit.AUTO);
+  }
 
   /**
    * The node-level switch for {@code gpushare.dev/preemption: checkpoint} (issue 16).
@@ -65,7 +123,10 @@ public record GpuSettings(
 
   public static final Duration DEFAULT_TELEMETRY_INTERVAL = Duration.ofSeconds(5);
 
-  /** The defaults: auto backend, a sample every 5 s, no idle release, memory enforced, no MPS. */
+  /**
+   * The defaults: auto backend, a sample every 5 s, no idle release, memory enforced, no MPS,
+   * checkpoints on, the compute limit auto.
+   */
   public static final GpuSettings DEFAULT =
       new GpuSettings(
           GpuBackends.Mode.AUTO,
@@ -79,6 +140,7 @@ public record GpuSettings(
     Objects.requireNonNull(idle, "idle");
     Objects.requireNonNull(mpsRoot, "mpsRoot");
     Objects.requireNonNull(checkpoints, "checkpoints");
+    Objects.requireNonNull(computeLimit, "computeLimit");
     if (telemetryInterval.isNegative() || telemetryInterval.isZero()) {
       throw new IllegalArgumentException("telemetry interval " + telemetryInterval + ": want > 0");
     }

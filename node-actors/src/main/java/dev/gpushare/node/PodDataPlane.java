@@ -1,9 +1,16 @@
 package dev.gpushare.node;
 
+import dev.gpushare.arbiter.ArbiterClock;
+import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.node.ServiceAsks.Placed;
+import dev.gpushare.node.api.ComputeReport;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.ServiceException.Kind;
 import dev.gpushare.node.api.Views.PodView;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.BiFunction;
 import org.apache.pekko.NotUsed;
@@ -12,20 +19,31 @@ import org.apache.pekko.stream.javadsl.Source;
 
 /**
  * The data plane (API.md "Data plane"): a pod's workload signals demand and release, each answered
- * with the pod's view once its arbiter's decision is written and nothing after it, and waits for
- * its grant by long poll or watches its view change ({@link PodWatches}).
+ * with the pod's view once its arbiter's decision is written and nothing after it, waits for its
+ * grant by long poll or watches its view change ({@link PodWatches}), and its library reports its
+ * compute limiter (kept in memory by {@link ChangeFanOut}, published to every member).
  */
 final class PodDataPlane {
   private final WriteGate gate;
   private final ServiceAsks asks;
   private final PodReads reads;
   private final PodWatches watches;
+  private final ChangeFanOut fanOut;
+  private final ArbiterClock clock;
 
-  PodDataPlane(WriteGate gate, ServiceAsks asks, PodReads reads, PodWatches watches) {
+  PodDataPlane(
+      WriteGate gate,
+      ServiceAsks asks,
+      PodReads reads,
+      PodWatches watches,
+      ChangeFanOut fanOut,
+      ArbiterClock clock) {
     this.gate = gate;
     this.asks = asks;
     this.reads = reads;
     this.watches = watches;
+    this.fanOut = fanOut;
+    this.clock = clock;
   }
 
   CompletionStage<PodView> demand(String namespace, String name) {
@@ -57,6 +75,40 @@ final class PodDataPlane {
       BiFunction<String, ActorRef<NodeArbiter.Outcome>, NodeArbiter.Command> command) {
     return PodReads.answered(
         p, asks.decide(p.node(), r -> command.apply(p.key().entityId(), r)), record);
+  }
+
+  /**
+   * The pod's compute-limiter report, checked value by value (INVALID), kept once the pod is known
+   * to its node (NOT_FOUND before anything is kept, so a stale remembered place is retried) and
+   * shares a GPU (CONFLICT otherwise); answered with the view that shows it. Not gated by the
+   * journal: nothing is written.
+   */
+  CompletionStage<PodView> reportCompute(String namespace, String name, ComputeReport report) {
+    List<FieldError> errors = report.errors();
+    if (!errors.isEmpty()) {
+      return CompletableFuture.failedFuture(ServiceException.invalid(errors));
+    }
+    return reads.onPod(
+        namespace,
+        name,
+        p ->
+            reads
+                .podView(p)
+                .thenApply(
+                    view -> {
+                      if (view.limits() == null) {
+                        throw ServiceException.of(
+                            Kind.CONFLICT,
+                            new FieldError(
+                                "metadata.name",
+                                name,
+                                "pod "
+                                    + p.key().ref()
+                                    + " shares no GPU: it has no compute limit to report on"));
+                      }
+                      fanOut.computeReported(p.node(), p.key().entityId(), report, clock.now());
+                      return reads.withComputeLimit(view);
+                    }));
   }
 
   CompletionStage<PodView> awaitGrant(String namespace, String name, Duration wait) {

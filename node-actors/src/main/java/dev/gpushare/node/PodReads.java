@@ -10,6 +10,7 @@ import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
 import dev.gpushare.node.api.Views.PodView;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -23,20 +24,28 @@ import java.util.function.Function;
 /**
  * What users see of pods: each view's decision state from its node's arbiter (one snapshot per node
  * for a list), the pod's own record (Events, conditions) beside it, and a Running share's GPU use
- * from the latest telemetry its sampling member published ({@link ChangeFanOut}). A pod is found by
- * name in the cluster-wide index; one that is not there, still being created or gone is NOT_FOUND.
+ * from the latest telemetry its sampling member published ({@link ChangeFanOut}), and a sharing
+ * pod's compute limit with its library's latest report. A pod is found by name in the cluster-wide
+ * index; one that is not there, still being created or gone is NOT_FOUND.
  */
 final class PodReads {
   private final ServiceAsks asks;
   private final NodeReads nodes;
   private final ChangeFanOut fanOut;
   private final Optional<String> mpsRoot;
+  private final ComputeLimitMode computeLimit;
 
-  PodReads(ServiceAsks asks, NodeReads nodes, ChangeFanOut fanOut, Optional<String> mpsRoot) {
+  PodReads(
+      ServiceAsks asks,
+      NodeReads nodes,
+      ChangeFanOut fanOut,
+      Optional<String> mpsRoot,
+      ComputeLimitMode computeLimit) {
     this.asks = asks;
     this.nodes = nodes;
     this.fanOut = fanOut;
     this.mpsRoot = mpsRoot;
+    this.computeLimit = computeLimit;
   }
 
   CompletionStage<List<PodView>> pods(Optional<String> node) {
@@ -137,10 +146,13 @@ final class PodReads {
                     : withGpuUse(v).thenApply(Optional::of));
   }
 
-  /** A Running share: its telemetry, and what its workload exports (GPU memory). */
+  /**
+   * A Running share: its telemetry, and what its workload exports (GPU memory); every share: its
+   * compute limit ({@link #withComputeLimit}).
+   */
   CompletionStage<PodView> withGpuUse(PodView view) {
     if (view.gpu() == null || view.limits() == null) {
-      return CompletableFuture.completedFuture(view);
+      return CompletableFuture.completedFuture(withComputeLimit(view));
     }
     return asks.nodeRecord(view.node()).thenApply(n -> withGpuUse(view, n));
   }
@@ -148,11 +160,22 @@ final class PodReads {
   /** As {@link #withGpuUse(PodView)} with the node's record at hand. */
   PodView withGpuUse(PodView v, NodeActor.Record node) {
     if (v.gpu() == null || v.limits() == null) {
-      return v;
+      return withComputeLimit(v);
     }
-    Changes.PodUsageReport u =
-        fanOut.usage(v.node(), new PodKey(v.namespace(), v.name(), v.uid()).entityId());
-    return BookViews.withGpuUse(v, node, u, mpsRoot);
+    Changes.PodUsageReport u = fanOut.usage(v.node(), entityId(v));
+    return withComputeLimit(BookViews.withGpuUse(v, node, u, mpsRoot));
+  }
+
+  /**
+   * A sharing pod's compute limit as this member enforces it ({@code gpushare.gpu.compute-limit}
+   * and {@code mps-root}) with its library's latest report ({@link ChangeFanOut#compute}).
+   */
+  PodView withComputeLimit(PodView v) {
+    return v.withComputeLimit(BookViews.computeLimit(v, computeLimit, fanOut.compute(entityId(v))));
+  }
+
+  private static String entityId(PodView v) {
+    return new PodKey(v.namespace(), v.name(), v.uid()).entityId();
   }
 
   private static ServiceException podNotFound(String namespace, String name) {

@@ -97,7 +97,7 @@ public final class DataPlaneStub implements AutoCloseable {
   }
 
   private static final Pattern POD_PATH =
-      Pattern.compile("/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch))?/?");
+      Pattern.compile("/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch|compute))?/?");
 
   private final HttpServer server;
   private final ExecutorService executor;
@@ -365,6 +365,8 @@ public final class DataPlaneStub implements AutoCloseable {
     private String node = "node-1";
     private String policy = "share-pool";
     private final java.util.Map<String, String> workloadEnv = new java.util.TreeMap<>();
+    private String computeMode;
+    private final List<String> computeReports = new ArrayList<>();
     private String state = "Hibernation";
     private int requestCore = 50;
     private int requestMemory = 50;
@@ -531,6 +533,18 @@ public final class DataPlaneStub implements AutoCloseable {
           });
     }
 
+    /** The view's {@code computeLimit.mode} ("library", "mps", "off"); null: no such field. */
+    public StubPod computeMode(String mode) {
+      return change(() -> computeMode = mode);
+    }
+
+    /** The bodies of the library's {@code POST …/compute} reports, oldest first. */
+    public List<String> computeReports() {
+      synchronized (stub()) {
+        return List.copyOf(computeReports);
+      }
+    }
+
     /** An entry of the view's {@code workload.env} (as a Running pod's view carries it). */
     public StubPod workloadEnv(String name, String value) {
       return change(() -> workloadEnv.put(name, value));
@@ -621,6 +635,12 @@ public final class DataPlaneStub implements AutoCloseable {
           }
           b.append("}}");
         }
+        if (computeMode != null) {
+          b.append(",\"computeLimit\":{\"mode\":").append(quote(computeMode));
+          b.append(",\"aimPercent\":")
+              .append(computeMode.equals("library") ? String.valueOf(limitCore) : "null");
+          b.append('}');
+        }
         b.append(",\"checkpoint\":");
         if (checkpointPhase == null) {
           b.append("null");
@@ -692,7 +712,7 @@ public final class DataPlaneStub implements AutoCloseable {
             query == null ? path : path + "?" + query,
             ex.getRequestHeaders().getFirst("Authorization"),
             Instant.now());
-    ex.getRequestBody().readAllBytes();
+    byte[] body = ex.getRequestBody().readAllBytes();
     Duration wait;
     Answer intercepted;
     synchronized (this) {
@@ -735,6 +755,13 @@ public final class DataPlaneStub implements AutoCloseable {
       case "demand DELETE" -> send(ex, act(pod, false));
       case "grant GET" -> grant(ex, pod, query);
       case "watch GET" -> watch(ex, pod);
+      case "compute POST" -> {
+        synchronized (this) {
+          pod.computeReports.add(new String(body, StandardCharsets.UTF_8));
+          notifyAll();
+        }
+        send(ex, Answer.json(200, pod.json()));
+      }
       default ->
           send(
               ex, Answer.problem(405, "Method Not Allowed", method + " is not allowed on " + path));

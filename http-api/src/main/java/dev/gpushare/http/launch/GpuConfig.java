@@ -32,6 +32,8 @@ import java.util.stream.Collectors;
  *                                   #   checkpointed (CUDA driver) instead of signalled
  *   checkpoint-host-memory-limit = 64Gi  # host memory all checkpoints of the node may hold
  *   checkpoint-lock-timeout = 10s   # how long a lock may wait for CUDA work in flight; above 0
+ *   compute-limit = auto            # auto | off: libgpushare.so keeps a pod's compute at or under
+ *                                   #   its core limit when the node runs no MPS (auto), or never
  * }
  * </pre>
  *
@@ -56,7 +58,8 @@ final class GpuConfig {
           "mps-root",
           "checkpoint",
           "checkpoint-host-memory-limit",
-          "checkpoint-lock-timeout");
+          "checkpoint-lock-timeout",
+          "compute-limit");
 
   private static final String BACKENDS =
       Arrays.stream(GpuBackends.Mode.values())
@@ -68,6 +71,10 @@ final class GpuConfig {
   private static final String MPS_ROOT =
       "off (the node runs no MPS) or the absolute path of the node's MPS directory, such as"
           + " \"/run/gpushare/mps\"";
+
+  private static final String COMPUTE_LIMIT =
+      "auto (libgpushare.so keeps each pod's compute at or under its core limit when the node"
+          + " runs no MPS; under MPS, MPS does) or off (the library never limits compute)";
 
   private GpuConfig() {}
 
@@ -159,6 +166,11 @@ final class GpuConfig {
                 false,
                 "a duration above 0, such as 10s",
                 errors);
+    GpuSettings.ComputeLimit computeLimit =
+        gpu.get("compute-limit") == null
+            ? d.computeLimit()
+            : errors.scalar(
+                gpu, "compute-limit", AT, COMPUTE_LIMIT, GpuSettings.ComputeLimit::parse);
     if (backend == null
         || interval == null
         || after == null
@@ -167,7 +179,8 @@ final class GpuConfig {
         || mpsRoot == null
         || checkpoint == null
         || hostMemory == null
-        || lock == null) {
+        || lock == null
+        || computeLimit == null) {
       return null;
     }
     return new GpuSettings(
@@ -176,7 +189,8 @@ final class GpuConfig {
         new IdleSettings(after, grace),
         enforce.booleanValue(),
         mpsRoot,
-        new GpuSettings.Checkpoints(checkpoint.booleanValue(), hostMemory.longValue(), lock));
+        new GpuSettings.Checkpoints(checkpoint.booleanValue(), hostMemory.longValue(), lock),
+        computeLimit);
   }
 
   private static Optional<GpuBackends.Mode> backend(String value) {

@@ -8,6 +8,8 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.node.api.GpuShareMetrics;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
+import dev.gpushare.node.api.Views.ComputeLimitView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
@@ -15,6 +17,7 @@ import dev.gpushare.node.api.Views.UsageView;
 import dev.gpushare.node.fake.FakeGpuShareService;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -159,6 +162,64 @@ class MetricsRoutesTest {
         12,
         m.value(
             "gpushare_pod_running_seconds", "namespace", "default", "pod", "a", "node", "node-1"));
+  }
+
+  @Test
+  void aComputeLimitersReportIsExposedAndPodsWithoutOneHaveNoSeries() {
+    Instant at = Instant.parse("2026-01-01T00:00:05Z");
+    PodView reported =
+        FakeGpuShareService.pod("default", "a", "node-1", "Running")
+            .withComputeLimit(new ComputeLimitView(ComputeLimitMode.LIBRARY, 30, 12.5, 29.4, at));
+    PodView underMps =
+        FakeGpuShareService.pod("default", "m", "node-1", "Running")
+            .withComputeLimit(new ComputeLimitView(ComputeLimitMode.MPS, null, 0.0, 55.0, at));
+    PodView unreported =
+        FakeGpuShareService.pod("default", "b", "node-1", "Running")
+            .withComputeLimit(new ComputeLimitView(ComputeLimitMode.LIBRARY, 40, 0.0, null, null));
+    String text = text(List.of(), List.of(unreported, reported, underMps));
+    assertTrue(
+        text.contains(
+            "# HELP gpushare_pod_compute_aim_percent The utilisation the pod's compute limiter"
+                + " aims at, percent of one GPU: its core limit (pods whose library reported, on"
+                + " nodes where the library limits).\n"
+                + "# TYPE gpushare_pod_compute_aim_percent gauge\n"
+                + "gpushare_pod_compute_aim_percent{namespace=\"default\",node=\"node-1\","
+                + "pod=\"a\"} 30.0\n"),
+        text);
+    assertTrue(
+        text.contains(
+            "# TYPE gpushare_pod_compute_measured_percent gauge\n"
+                + "gpushare_pod_compute_measured_percent{namespace=\"default\",node=\"node-1\","
+                + "pod=\"a\"} 29.4\n"
+                + "gpushare_pod_compute_measured_percent{namespace=\"default\",node=\"node-1\","
+                + "pod=\"m\"} 55.0\n"),
+        text);
+    assertTrue(
+        text.contains(
+            "# TYPE gpushare_pod_compute_held_seconds_total counter\n"
+                + "gpushare_pod_compute_held_seconds_total{namespace=\"default\",node=\"node-1\","
+                + "pod=\"a\"} 12.5\n"
+                + "gpushare_pod_compute_held_seconds_total{namespace=\"default\",node=\"node-1\","
+                + "pod=\"m\"} 0.0\n"),
+        text);
+    ExpositionText m = ExpositionText.parse(text);
+    assertEquals("counter", m.types.get("gpushare_pod_compute_held_seconds_total"));
+    assertTrue(
+        m.helps
+            .get("gpushare_pod_compute_held_seconds_total")
+            .startsWith("Seconds the pod's kernel"),
+        m.helps.toString());
+    assertTrue(m.find("gpushare_pod_compute_aim_percent", "pod", "m").isEmpty(), "MPS: no aim");
+    for (String family :
+        List.of(
+            "gpushare_pod_compute_aim_percent",
+            "gpushare_pod_compute_measured_percent",
+            "gpushare_pod_compute_held_seconds_total")) {
+      assertTrue(m.find(family, "pod", "b").isEmpty(), family + ": no report, no series");
+    }
+    // no pod reported: the families are not written at all
+    String none = text(List.of(), List.of(unreported));
+    assertFalse(none.contains("gpushare_pod_compute_"), none);
   }
 
   @Test

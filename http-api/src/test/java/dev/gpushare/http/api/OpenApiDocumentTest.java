@@ -9,12 +9,20 @@ import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.networknt.schema.JsonSchema;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SchemaLocation;
+import com.networknt.schema.SchemaValidatorsConfig;
 import com.networknt.schema.SpecVersion.VersionFlag;
 import com.networknt.schema.ValidationMessage;
+import dev.gpushare.http.server.Json;
 import dev.gpushare.http.server.ManifestReader;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
+import dev.gpushare.node.api.Views.ComputeLimitView;
+import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.fake.FakeGpuShareService;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
@@ -286,6 +294,71 @@ class OpenApiDocumentTest {
       }
     }
     assertTrue(wrong.isEmpty(), () -> String.join("\n", wrong));
+  }
+
+  @Test
+  void theComputeReportAndThePodsComputeLimitAreDocumented() {
+    JsonNode op = doc.path("paths").path("/v1/namespaces/{namespace}/pods/{name}/compute");
+    assertEquals(Set.of("parameters", "post"), names(op), "POST only");
+    JsonNode post = op.path("post");
+    assertEquals("reportCompute", post.path("operationId").asText());
+    assertEquals("data plane", post.path("tags").path(0).asText());
+    assertEquals(
+        "#/components/schemas/ComputeReport",
+        post.at("/requestBody/content/application~1json/schema/$ref").asText());
+    assertEquals(
+        Set.of("200", "400", "401", "403", "404", "409", "415", "422", "500", "503"),
+        names(post.path("responses")));
+    assertEquals(
+        "#/components/schemas/PodView",
+        post.at("/responses/200/content/application~1json/schema/$ref").asText());
+    JsonNode report = doc.at("/components/schemas/ComputeReport");
+    assertEquals(
+        Set.of("aimPercent", "measuredPercent", "heldSeconds"),
+        new TreeSet<>(List.of(strings(report.path("required")))));
+    assertEquals(100, report.at("/properties/measuredPercent/maximum").asInt());
+    assertEquals(
+        "#/components/schemas/ComputeLimitView",
+        doc.at("/components/schemas/PodView/properties/computeLimit/anyOf/0/$ref").asText());
+    assertEquals(
+        "[\"library\",\"mps\",\"off\"]",
+        doc.at("/components/schemas/ComputeLimitView/properties/mode/enum").toString());
+  }
+
+  /** Views as the server writes them (its own mapper) are valid against the document's schema. */
+  @Test
+  void aPodViewWithAndWithoutAComputeLimitIsValid() throws Exception {
+    ObjectNode root = doc.deepCopy();
+    root.put("$ref", "#/components/schemas/PodView");
+    SchemaValidatorsConfig config =
+        SchemaValidatorsConfig.builder().formatAssertionsEnabled(true).build();
+    JsonSchema podView =
+        JsonSchemaFactory.getInstance(VersionFlag.V202012)
+            .getSchema(SchemaLocation.of("https://gpushare.dev/v1/openapi.json"), root, config);
+    PodView pod = FakeGpuShareService.pod("default", "a", "n1", "Running");
+    PodView[] views = {
+      pod,
+      pod.withComputeLimit(new ComputeLimitView(ComputeLimitMode.LIBRARY, 30, 0.0, null, null)),
+      pod.withComputeLimit(
+          new ComputeLimitView(
+              ComputeLimitMode.MPS, null, 12.5, 29.4, Instant.parse("2026-01-01T00:00:05Z")))
+    };
+    JsonMapper plain = JsonMapper.builder().build();
+    for (PodView view : views) {
+      JsonNode written = plain.readTree(Json.text(view));
+      assertEquals(Set.of(), podView.validate(written), written::toString);
+    }
+    ObjectNode bad = (ObjectNode) plain.readTree(Json.text(views[1]));
+    ((ObjectNode) bad.path("computeLimit")).put("mode", "kernel");
+    assertFalse(podView.validate(bad).isEmpty(), "a mode the document does not list fails");
+    ((ObjectNode) bad.path("computeLimit")).put("mode", "library").remove("reportedAt");
+    assertFalse(podView.validate(bad).isEmpty(), "a field missing fails");
+  }
+
+  private static String[] strings(JsonNode array) {
+    List<String> out = new ArrayList<>();
+    array.forEach(n -> out.add(n.asText()));
+    return out.toArray(String[]::new);
   }
 
   @Test

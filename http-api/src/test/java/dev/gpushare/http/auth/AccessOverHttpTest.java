@@ -297,6 +297,38 @@ class AccessOverHttpTest {
     assertEquals(List.of(List.of("gpushare")), REVIEWS.reviewAudiences, "for the pod audience");
   }
 
+  static final String REPORT = "{\"aimPercent\":30,\"measuredPercent\":29.4,\"heldSeconds\":12.5}";
+
+  static HttpResponse<String> report(String pod, String token) throws Exception {
+    HttpRequest request =
+        HttpRequest.newBuilder(base.resolve("/v1/namespaces/team/pods/" + pod + "/compute"))
+            .header("Authorization", "Bearer " + token)
+            .header("Content-Type", "application/json")
+            .POST(HttpRequest.BodyPublishers.ofString(REPORT))
+            .build();
+    return http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void aPodsTokenReportsItsOwnPodsComputeOnly() throws Exception {
+    HttpResponse<String> own = report("a", "pod-a-token");
+    assertEquals(200, own.statusCode(), own.body());
+    assertEquals(
+        29.4, JSON.readTree(own.body()).path("computeLimit").path("measuredPercent").asDouble());
+    assertEquals(List.of(), REVIEWS.accessReviews, "its own pod needs no RBAC");
+
+    HttpResponse<String> other = report("b", "pod-a-token");
+    assertEquals(403, other.statusCode(), other.body());
+    assertTrue(
+        detail(other)
+            .contains("system:serviceaccount:team:runner may not create pods/compute \"team/b\""),
+        other.body());
+    assertTrue(detail(other).contains("may use its own pod team/a"), other.body());
+    HttpResponse<String> apiToken = report("a", "pod-a-api-token");
+    assertEquals(403, apiToken.statusCode(), "the pod's ordinary token: " + apiToken.body());
+    assertEquals(List.of("reportCompute team/a"), service.calls, "only its own pod's report ran");
+  }
+
   @Test
   void aPodsTokenForTheApiServerIsRefusedItsOwnPodNamingTheAudience() throws Exception {
     HttpResponse<String> own = send("POST", "/v1/namespaces/team/pods/a/demand", "pod-a-api-token");

@@ -42,18 +42,24 @@ class ScopeTest {
     assertEquals(
         "delete pods/demand \"team/a\"",
         Scope.of("DELETE", "/v1/namespaces/team/pods/a/demand").describe());
+    assertEquals(
+        "create pods/compute \"team/a\"",
+        Scope.of("POST", "/v1/namespaces/team/pods/a/compute").describe());
     assertEquals("get journal", Scope.of("GET", "/v1/journal/events").describe());
     assertEquals("create clock", Scope.of("POST", "/v1/clock/advance").describe());
     assertEquals("watch changes", Scope.of("GET", "/v1/watch").describe());
   }
 
   @Test
-  void aPodsDataPlaneIsItsViewDemandGrantAndWatchOnly() {
+  void aPodsDataPlaneIsItsViewDemandGrantWatchAndComputeReportOnly() {
     assertTrue(Scope.of("GET", "/v1/namespaces/t/pods/a").podDataPlane());
     assertTrue(Scope.of("POST", "/v1/namespaces/t/pods/a/demand").podDataPlane());
     assertTrue(Scope.of("DELETE", "/v1/namespaces/t/pods/a/demand").podDataPlane());
     assertTrue(Scope.of("GET", "/v1/namespaces/t/pods/a/grant").podDataPlane());
     assertTrue(Scope.of("GET", "/v1/namespaces/t/pods/a/watch").podDataPlane());
+    assertTrue(Scope.of("POST", "/v1/namespaces/t/pods/a/compute").podDataPlane());
+    assertFalse(Scope.of("GET", "/v1/namespaces/t/pods/a/compute").podDataPlane(), "only a report");
+    assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a/compute").podDataPlane());
     assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a").podDataPlane(), "deleting a pod");
     assertFalse(Scope.of("GET", "/v1/pods").podDataPlane());
     assertFalse(Scope.of("PUT", "/v1/nodes/n1").podDataPlane());

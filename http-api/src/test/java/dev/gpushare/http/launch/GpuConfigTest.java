@@ -10,6 +10,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.node.GpuSettings;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -19,7 +20,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/** {@code gpushare.gpu}: the GPU backend, telemetry, idle release, memory enforcement, MPS. */
+/**
+ * {@code gpushare.gpu}: the GPU backend, telemetry, idle release, memory enforcement, MPS,
+ * checkpoints, the compute limit.
+ */
 class GpuConfigTest {
 
   private static final Map<String, String> NO_ENV = Map.of();
@@ -70,6 +74,7 @@ class GpuConfigTest {
               checkpoint = off
               checkpoint-host-memory-limit = 1.5Gi
               checkpoint-lock-timeout = 2s
+              compute-limit = off
             }
             """);
     assertEquals(
@@ -79,7 +84,8 @@ class GpuConfigTest {
             new IdleSettings(Optional.of(Duration.ofMinutes(10)), Duration.ZERO),
             false,
             Optional.of("/run/gpushare/mps"),
-            new GpuSettings.Checkpoints(false, 3L << 29, Duration.ofSeconds(2))),
+            new GpuSettings.Checkpoints(false, 3L << 29, Duration.ofSeconds(2)),
+            GpuSettings.ComputeLimit.OFF),
         gpu);
     assertEquals(
         GpuSettings.Checkpoints.DEFAULT, read("gpushare.gpu { backend = nvml }").checkpoints());
@@ -93,6 +99,44 @@ class GpuConfigTest {
     assertTrue(gpu.enforceMemory());
     assertEquals(Optional.empty(), gpu.mpsRoot());
     assertEquals(IdleSettings.OFF, read("gpushare.gpu.idle-release-after = off").idle());
+  }
+
+  @Test
+  void theComputeLimitIsAutoOrOffAndAutoFollowsMps() {
+    assertEquals(GpuSettings.ComputeLimit.AUTO, read("").computeLimit(), "the default");
+    assertEquals(
+        GpuSettings.ComputeLimit.AUTO, read("gpushare.gpu.compute-limit = auto").computeLimit());
+    assertEquals(
+        GpuSettings.ComputeLimit.AUTO, read("gpushare.gpu.compute-limit = AUTO").computeLimit());
+    assertEquals(
+        GpuSettings.ComputeLimit.OFF, read("gpushare.gpu.compute-limit = off").computeLimit());
+    assertEquals(
+        GpuSettings.ComputeLimit.OFF, read("gpushare.gpu.compute-limit = \"off\"").computeLimit());
+    // what the pod view shows: the library limits unless MPS does or the setting is off
+    assertEquals(ComputeLimitMode.LIBRARY, read("").computeLimitMode());
+    assertEquals(
+        ComputeLimitMode.MPS,
+        read("", Map.of(GpuConfig.MPS_ROOT_ENV, "/run/gpushare/mps")).computeLimitMode());
+    assertEquals(
+        ComputeLimitMode.MPS,
+        read("gpushare.gpu { mps-root = \"/mps\", compute-limit = auto }").computeLimitMode());
+    assertEquals(
+        ComputeLimitMode.OFF,
+        read("gpushare.gpu { mps-root = \"/mps\", compute-limit = off }").computeLimitMode());
+    assertEquals(ComputeLimitMode.OFF, read("gpushare.gpu.compute-limit = off").computeLimitMode());
+  }
+
+  @Test
+  void aBadComputeLimitIsNamedWithWhereItWasSetAndWhatIsAccepted() {
+    String message = refused("gpushare.gpu.compute-limit = limited");
+    assertTrue(message.startsWith("invalid configuration (1 error):"), message);
+    assertTrue(message.contains("gpushare.gpu.compute-limit: 'limited' given at "), message);
+    assertTrue(
+        message.contains(
+            "expected auto (libgpushare.so keeps each pod's compute at or under its core limit"
+                + " when the node runs no MPS; under MPS, MPS does) or off (the library never"
+                + " limits compute)"),
+        message);
   }
 
   @Test
@@ -122,8 +166,8 @@ class GpuConfigTest {
     assertTrue(
         message.contains(
             "unknown key; accepted keys: backend, checkpoint, checkpoint-host-memory-limit,"
-                + " checkpoint-lock-timeout, idle-release-after, idle-release-grace,"
-                + " memory-limit-enforcement, mps-root, telemetry-interval"),
+                + " checkpoint-lock-timeout, compute-limit, idle-release-after,"
+                + " idle-release-grace, memory-limit-enforcement, mps-root, telemetry-interval"),
         message);
   }
 
@@ -151,8 +195,11 @@ class GpuConfigTest {
             "checkpoint-host-memory-limit = 0.5",
             "checkpoint-host-memory-limit: '0.5' given",
             "64Gi"),
-        arguments(
-            "checkpoint-lock-timeout = 0s", "checkpoint-lock-timeout: '0s' given", "above 0"));
+        arguments("checkpoint-lock-timeout = 0s", "checkpoint-lock-timeout: '0s' given", "above 0"),
+        arguments("compute-limit = on", "compute-limit: 'on' given", "auto (libgpushare.so"),
+        arguments("compute-limit = false", "compute-limit: 'false' given", "or off"),
+        arguments("compute-limit = [auto]", "compute-limit: '[\"auto\"]' given", "auto"),
+        arguments("compute-limit = 100", "compute-limit: '100' given", "auto"));
   }
 
   @ParameterizedTest

@@ -8,8 +8,9 @@ import org.apache.pekko.stream.javadsl.Source;
 
 /**
  * What a sharing pod asks of the arbiter about its own GPU: raise or withdraw demand, wait for the
- * grant, watch its state. The part of {@link GpuShareService} the data-plane endpoints use. Every
- * stage completes exceptionally with a {@link ServiceException} on refusal.
+ * grant, watch its state, report its compute limiter. The part of {@link GpuShareService} the
+ * data-plane endpoints use. Every stage completes exceptionally with a {@link ServiceException} on
+ * refusal.
  */
 public interface GpuShareDataPlane {
 
@@ -18,6 +19,15 @@ public interface GpuShareDataPlane {
 
   /** Withdraw demand or release the GPU (→ Hibernation). */
   CompletionStage<PodView> release(String namespace, String name);
+
+  /**
+   * The pod's compute limiter ({@code libgpushare.so}) reports what it aims at, measured and held
+   * back ({@link ComputeReport}): kept in memory in place of the previous report, shown in the
+   * pod's {@code computeLimit} and in the metrics, never journaled. INVALID naming every value out
+   * of range, NOT_FOUND for an unknown pod, CONFLICT for a pod that shares no GPU; the pod's view
+   * with the report otherwise.
+   */
+  CompletionStage<PodView> reportCompute(String namespace, String name, ComputeReport report);
 
   /** Completes as soon as the pod is Running, else at the timeout; the view either way. */
   CompletionStage<PodView> awaitGrant(String namespace, String name, Duration timeout);

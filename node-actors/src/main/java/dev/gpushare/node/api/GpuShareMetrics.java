@@ -10,6 +10,8 @@ import dev.gpushare.node.api.Views.PodView;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot.CounterDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot.GaugeDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.InfoSnapshot;
@@ -373,6 +375,43 @@ public final class GpuShareMetrics implements ArbiterMetrics {
     out.add(memoryUsed.build());
     out.add(memoryLimitMib.build());
     out.add(utilization.build());
+
+    // A pod's compute limiter (libgpushare.so, issue 26): absent until its library's first report.
+    List<PodView> limited =
+        sharing.stream()
+            .filter(p -> p.computeLimit() != null && p.computeLimit().reportedAt() != null)
+            .toList();
+    GaugeSnapshot.Builder aim =
+        gauge(
+            "gpushare_pod_compute_aim_percent",
+            "The utilisation the pod's compute limiter aims at, percent of one GPU: its core limit"
+                + " (pods whose library reported, on nodes where the library limits).");
+    GaugeSnapshot.Builder measured =
+        gauge(
+            "gpushare_pod_compute_measured_percent",
+            "The pod's share of its GPU's time its compute limiter last measured, percent of one"
+                + " GPU (latest report).");
+    CounterSnapshot.Builder held =
+        CounterSnapshot.builder()
+            .name("gpushare_pod_compute_held_seconds")
+            .help(
+                "Seconds the pod's kernel launches were held back by its compute limiter, since"
+                    + " its library state began (latest report).");
+    for (PodView p : limited) {
+      Labels labels = podLabels(p);
+      Views.ComputeLimitView c = p.computeLimit();
+      if (c.aimPercent() != null) {
+        aim.dataPoint(point(labels, c.aimPercent()));
+      }
+      if (c.measuredPercent() != null) {
+        measured.dataPoint(point(labels, c.measuredPercent()));
+      }
+      held.dataPoint(
+          CounterDataPointSnapshot.builder().labels(labels).value(c.heldSeconds()).build());
+    }
+    out.add(aim.build());
+    out.add(measured.build());
+    out.add(held.build());
     return out;
   }
 

@@ -97,8 +97,9 @@ public final class Views {
       String type, String status, String reason, String message, Instant lastTransitionTime) {}
 
   /**
-   * A pod (API.md {@code PodView}). {@code policy}, {@code requests}, {@code limits} and {@code
-   * state} are {@code null} for pods that do not share a GPU (exclusive or CPU-only pods).
+   * A pod (API.md {@code PodView}). {@code policy}, {@code requests}, {@code limits}, {@code state}
+   * and {@code computeLimit} are {@code null} for pods that do not share a GPU (exclusive or
+   * CPU-only pods).
    */
   public record PodView(
       String namespace,
@@ -117,7 +118,116 @@ public final class Views {
       List<EventView> events,
       UsageView usage,
       WorkloadView workload,
-      CheckpointView checkpoint) {}
+      CheckpointView checkpoint,
+      ComputeLimitView computeLimit) {
+
+    /** A view without {@code computeLimit} (written as {@code null}). */
+    public PodView(
+        String namespace,
+        String name,
+        String uid,
+        String node,
+        SharePolicy policy,
+        PodState state,
+        ShareView requests,
+        ShareView limits,
+        GpuRef gpu,
+        Integer queuePosition,
+        Long waitingSeconds,
+        Long runningSeconds,
+        List<PodConditionView> conditions,
+        List<EventView> events,
+        UsageView usage,
+        WorkloadView workload,
+        CheckpointView checkpoint) {
+      this(
+          namespace,
+          name,
+          uid,
+          node,
+          policy,
+          state,
+          requests,
+          limits,
+          gpu,
+          queuePosition,
+          waitingSeconds,
+          runningSeconds,
+          conditions,
+          events,
+          usage,
+          workload,
+          checkpoint,
+          null);
+    }
+
+    /** This view with {@code computeLimit} in place of its own. */
+    public PodView withComputeLimit(ComputeLimitView computeLimit) {
+      return new PodView(
+          namespace,
+          name,
+          uid,
+          node,
+          policy,
+          state,
+          requests,
+          limits,
+          gpu,
+          queuePosition,
+          waitingSeconds,
+          runningSeconds,
+          conditions,
+          events,
+          usage,
+          workload,
+          checkpoint,
+          computeLimit);
+    }
+  }
+
+  /**
+   * Who keeps a sharing pod's compute at or under its core limit on its node: {@code library}
+   * ({@code libgpushare.so}'s limiter: {@code gpushare.gpu.compute-limit = auto} on a node without
+   * MPS), {@code mps} (the node runs MPS, which enforces {@code CUDA_MPS_ACTIVE_THREAD_PERCENTAGE})
+   * or {@code off} ({@code compute-limit = off}: nothing does).
+   */
+  public enum ComputeLimitMode {
+    LIBRARY("library"),
+    MPS("mps"),
+    OFF("off");
+
+    private final String display;
+
+    ComputeLimitMode(String display) {
+      this.display = display;
+    }
+
+    @JsonValue
+    public String display() {
+      return display;
+    }
+
+    @Override
+    public String toString() {
+      return display;
+    }
+  }
+
+  /**
+   * A sharing pod's compute limit (issue 26) and the latest report of its library's limiter: {@code
+   * {"mode":"library","aimPercent":30,"heldSeconds":12.5,"measuredPercent":29.4,
+   * "reportedAt":"…"}}. {@code aimPercent} is the pod's core limit when {@code mode} is {@code
+   * library}, else {@code null}; until the library reports, {@code heldSeconds} is {@code 0.0} and
+   * {@code measuredPercent} and {@code reportedAt} are {@code null}. {@code heldSeconds} is the
+   * time the pod's kernel launches were held back since its library state began; {@code
+   * measuredPercent} the pod's share of the GPU's time the limiter last measured.
+   */
+  public record ComputeLimitView(
+      ComputeLimitMode mode,
+      Integer aimPercent,
+      double heldSeconds,
+      Double measuredPercent,
+      Instant reportedAt) {}
 
   /**
    * A pod's GPU state as the node's member checkpoints it ({@code gpushare.dev/preemption:

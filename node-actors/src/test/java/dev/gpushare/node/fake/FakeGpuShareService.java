@@ -9,10 +9,13 @@ import dev.gpushare.arbiter.PodState;
 import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.gpu.GpuProcess;
+import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
 import dev.gpushare.node.api.Views.ClockView;
+import dev.gpushare.node.api.Views.ComputeLimitMode;
+import dev.gpushare.node.api.Views.ComputeLimitView;
 import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
 import dev.gpushare.node.api.Views.Health;
@@ -35,8 +38,9 @@ import org.apache.pekko.stream.javadsl.Source;
  * that take the whole service (the HTTP API): writes change the views in memory without deciding
  * anything (a created pod is Hibernation, {@code demand} makes it Ready, {@code release}
  * Hibernation), and what they were given is kept for the test ({@link #createdPods}, {@link
- * #lastScript}, {@link #lastLabelPatch}, {@link #lastGrantTimeout}). Every call is recorded in
- * {@link #calls} ({@code "createPod default/a"}, {@code "demand default/a"}, …).
+ * #lastScript}, {@link #lastLabelPatch}, {@link #lastGrantTimeout}, {@link #lastComputeReport}).
+ * Every call is recorded in {@link #calls} ({@code "createPod default/a"}, {@code "demand
+ * default/a"}, …).
  */
 public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareService {
   public final List<PodManifest> createdPods = new CopyOnWriteArrayList<>();
@@ -44,10 +48,12 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
   public volatile Map<String, String> lastLabelPatch;
   public volatile Map<String, String> lastAnnotationPatch;
   public volatile List<GpuProcess> lastScript;
+  public volatile ComputeReport lastComputeReport;
 
   @Override
   public void reset() {
     super.reset();
+    lastComputeReport = null;
     createdPods.clear();
     lastGrantTimeout = null;
     lastLabelPatch = null;
@@ -268,6 +274,32 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
         () -> {
           lastGrantTimeout = timeout;
           return existingPod(namespace, name);
+        });
+  }
+
+  /**
+   * Keeps {@code report} as {@link #lastComputeReport} (no value is checked) and answers the pod
+   * with a {@code library} compute limit showing it, at the clock's time; kept in {@link #pods}.
+   */
+  @Override
+  public CompletionStage<PodView> reportCompute(
+      String namespace, String name, ComputeReport report) {
+    return answer(
+        "reportCompute " + namespace + "/" + name,
+        () -> {
+          PodView current = existingPod(namespace, name);
+          lastComputeReport = report;
+          ManualClock clock = manualClock;
+          PodView reported =
+              current.withComputeLimit(
+                  new ComputeLimitView(
+                      ComputeLimitMode.LIBRARY,
+                      current.limits() == null ? null : current.limits().core(),
+                      report.heldSeconds(),
+                      report.measuredPercent(),
+                      clock == null ? SYSTEM_NOW : clock.now()));
+          pods.put(namespace + "/" + name, reported);
+          return reported;
         });
   }
 

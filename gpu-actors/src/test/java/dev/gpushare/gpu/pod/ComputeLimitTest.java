@@ -1,0 +1,246 @@
+package dev.gpushare.gpu.pod;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The compute limit (issue 26) on the fake driver's virtual GPU: each kernel launch occupies the
+ * GPU for 1 ms of a timeline the fakes share ({@code FAKE_GPU_FILE}), and the fake NVML reports
+ * each process's busy share of the last 100 ms. Busy pods ({@code busy.c}, launching without pause
+ * under the library) are measured from outside with {@code gpu_util.c} every 100 ms; a reading is
+ * the mean of three samples (300 ms), the settling time the first reading from which every later
+ * one stays within ±5 points of the limit. The settling times are printed.
+ */
+class ComputeLimitTest {
+  static final Duration T = Duration.ofSeconds(30);
+  static final int EVERY_MS = 100;
+
+  @TempDir Path dir;
+  DataPlaneStub stub;
+  Path gpuFile;
+
+  @BeforeEach
+  void start() {
+    stub = DataPlaneStub.start();
+    gpuFile = dir.resolve("gpu");
+  }
+
+  @AfterEach
+  void stop() {
+    stub.close();
+  }
+
+  NativeBuild build() {
+    return NativeBuild.plain();
+  }
+
+  PodProcess.Builder busy(StubPod pod, String... args) {
+    return PodProcess.builder("busy")
+        .build(build())
+        .pod(pod)
+        .env("FAKE_GPU_FILE", gpuFile.toString())
+        // 20 launches may be queued, as on a GPU whose launch queue is deep: a process that the
+        // machine's load keeps from running for a few ms does not leave the GPU idle meanwhile
+        .env("FAKE_GPU_QUEUE_US", "20000")
+        .env("FAKE_CUDA_UUIDS", String.join(",", PodSideScenarios.uuids(2)))
+        .env("FAKE_NVML_UUIDS", String.join(",", PodSideScenarios.uuids(2)))
+        .env("FAKE_CUDA_VERSION", "13000")
+        .args(args);
+  }
+
+  /** gpu_util's readings of GPU 0 for {@code seconds}: time in ms, then pid → percent. */
+  record Reading(long ms, Map<Long, Double> perPid) {}
+
+  List<Reading> sample(int seconds) throws Exception {
+    Path program = build().program("gpu_util");
+    ProcessBuilder pb =
+        new ProcessBuilder(
+            program.toString(),
+            "--seconds",
+            String.valueOf(seconds),
+            "--every-ms",
+            String.valueOf(EVERY_MS),
+            "--uuid",
+            DataPlaneStub.uuidOf(0));
+    pb.environment().put("FAKE_GPU_FILE", gpuFile.toString());
+    pb.environment().put("FAKE_NVML_UUIDS", String.join(",", PodSideScenarios.uuids(2)));
+    pb.environment().put("LD_LIBRARY_PATH", build().fakes().toString());
+    pb.redirectErrorStream(true);
+    Process p = pb.start();
+    List<Reading> out = new ArrayList<>();
+    try (BufferedReader r =
+        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = r.readLine()) != null) {
+        String[] f = line.trim().split("\\s+");
+        if (f.length < 2 || !f[0].matches("\\d+")) {
+          continue;
+        }
+        Map<Long, Double> per = new HashMap<>();
+        for (int i = 2; i < f.length; i++) {
+          String[] kv = f[i].split(":");
+          per.put(Long.parseLong(kv[0]), Double.parseDouble(kv[1]));
+        }
+        out.add(new Reading(Long.parseLong(f[0]), per));
+      }
+    }
+    assertTrue(p.waitFor(seconds + 30L, TimeUnit.SECONDS), "gpu_util ends");
+    return out;
+  }
+
+  /** A pod's percent per reading: its processes' samples added up, then a 3-sample mean. */
+  static double[] series(List<Reading> readings, List<Long> pids) {
+    double[] raw = new double[readings.size()];
+    for (int i = 0; i < raw.length; i++) {
+      double sum = 0;
+      for (long pid : pids) {
+        sum += readings.get(i).perPid().getOrDefault(pid, 0.0);
+      }
+      raw[i] = sum;
+    }
+    double[] mean = new double[raw.length];
+    for (int i = 0; i < raw.length; i++) {
+      int from = Math.max(0, i - 2);
+      double s = 0;
+      for (int j = from; j <= i; j++) {
+        s += raw[j];
+      }
+      mean[i] = s / (i - from + 1);
+    }
+    return mean;
+  }
+
+  /** The index from which every value stays within ±band of target; -1 if it never settles. */
+  static int settledFrom(double[] v, double target, double band, int ignoreLast) {
+    int end = v.length - ignoreLast;
+    int from = -1;
+    for (int i = 0; i < end; i++) {
+      boolean in = Math.abs(v[i] - target) <= band;
+      if (!in) {
+        from = -1;
+      } else if (from < 0) {
+        from = i;
+      }
+    }
+    return from;
+  }
+
+  private static String describe(double[] v) {
+    StringBuilder b = new StringBuilder();
+    for (double d : v) {
+      b.append(String.format("%.0f ", d));
+    }
+    return b.toString();
+  }
+
+  @Test
+  void aPodAtLimit30LaunchingWithoutPauseSettlesAt30AndStaysThere() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p = busy(a, "--seconds", "6").start()) {
+      List<Reading> readings = sample(5);
+      double[] v = series(readings, List.of(p.pid()));
+      int from = settledFrom(v, 30, 5, 3);
+      System.out.printf(
+          "compute limit 30: settled from %d ms (%s)%n",
+          from < 0 ? -1 : readings.get(from).ms(), describe(v));
+      assertTrue(
+          from >= 0 && readings.get(from).ms() <= 2000, "settles within 2 s: " + describe(v));
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+    List<String> reports = a.computeReports();
+    assertTrue(!reports.isEmpty(), "the library reported the pod's figures");
+    String last = reports.get(reports.size() - 1);
+    assertTrue(last.contains("\"aimPercent\":30"), last);
+    assertTrue(!last.contains("\"heldSeconds\":0.000"), "launches were held back: " + last);
+  }
+
+  @Test
+  void twoPodsAt30And70EachGetTheirLimitWhenBothAreBusy() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 50).computeMode("library").grantOnDemand(0);
+    StubPod b = stub.pod("default", "b").limits(70, 50).computeMode("library").grantOnDemand(0);
+    try (PodProcess pa = busy(a, "--seconds", "7").start();
+        PodProcess pb = busy(b, "--seconds", "7").start()) {
+      List<Reading> readings = sample(6);
+      double[] va = series(readings, List.of(pa.pid()));
+      double[] vb = series(readings, List.of(pb.pid()));
+      int fa = settledFrom(va, 30, 5, 3);
+      int fb = settledFrom(vb, 70, 5, 3);
+      System.out.printf(
+          "compute limits 30 + 70: settled from %d ms and %d ms%n  a %s%n  b %s%n",
+          fa < 0 ? -1 : readings.get(fa).ms(),
+          fb < 0 ? -1 : readings.get(fb).ms(),
+          describe(va),
+          describe(vb));
+      assertTrue(fa >= 0 && readings.get(fa).ms() <= 3000, "a settles at 30: " + describe(va));
+      assertTrue(fb >= 0 && readings.get(fb).ms() <= 3000, "b settles at 70: " + describe(vb));
+      assertEquals(0, pa.awaitExit(T), pa.transcript());
+      assertEquals(0, pb.awaitExit(T), pb.transcript());
+    }
+  }
+
+  @Test
+  void aPodAt100IsNeverSlowedNorArePodsWhereTheNodeDoesNotLimit() throws Exception {
+    for (String[] c : new String[][] {{"100", "library"}, {"30", "mps"}, {"30", "off"}}) {
+      StubPod a =
+          stub.pod("default", "p" + c[0] + c[1])
+              .limits(Integer.parseInt(c[0]), 100)
+              .computeMode(c[1])
+              .grantOnDemand(0);
+      try (PodProcess p = busy(a, "--seconds", "3").start()) {
+        List<Reading> readings = sample(2);
+        double[] v = series(readings, List.of(p.pid()));
+        double late = v[v.length - 4];
+        System.out.printf("limit %s, mode %s: %s%n", c[0], c[1], describe(v));
+        assertTrue(late >= 90, c[0] + "/" + c[1] + " runs unlimited: " + describe(v));
+        assertEquals(0, p.awaitExit(T), p.transcript());
+      }
+      assertTrue(a.computeReports().isEmpty(), "nothing limited, nothing reported");
+    }
+  }
+
+  @Test
+  void aPodThatGoesIdleAndComesBackDoesNotBurstOverItsLimitForMoreThanOneWindow() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p =
+        busy(a, "--seconds", "8", "--pattern", "on:3000,off:2000,on:3000").start()) {
+      List<Reading> readings = sample(7);
+      List<Double> raw = new ArrayList<>();
+      for (Reading r : readings) {
+        raw.add(r.perPid().getOrDefault(p.pid(), 0.0));
+      }
+      // after the pause: readings from 5.0 s on (the pod comes back at about 5 s)
+      int over = 0;
+      int longest = 0;
+      for (int i = 0; i < readings.size(); i++) {
+        if (readings.get(i).ms() < 5000) {
+          continue;
+        }
+        if (raw.get(i) > 35) {
+          over++;
+          longest = Math.max(longest, over);
+        } else {
+          over = 0;
+        }
+      }
+      System.out.printf("idle and back at limit 30: %s%n", raw);
+      assertTrue(longest <= 1, "over its limit for at most one window after idling: " + raw);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+  }
+}

@@ -1,0 +1,94 @@
+package dev.gpushare.http.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.gpushare.arbiter.FieldError;
+import dev.gpushare.node.api.ComputeReport;
+import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.ServiceException.Kind;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+
+/**
+ * The body of {@code POST /v1/namespaces/{ns}/pods/{name}/compute}, the report of a pod's compute
+ * limiter ({@code libgpushare.so}, issue 26):
+ *
+ * <pre>
+ * {"aimPercent":30,"measuredPercent":29.4,"heldSeconds":12.5}
+ * </pre>
+ *
+ * Every field is required and a JSON number. The shape is checked here: a body that is not an
+ * object, a missing field, one that is not a number, or an unknown field is a {@code 400} naming
+ * every such field; the values (percentages 0 to 100, seconds at least 0) are the service's rules
+ * ({@link ComputeReport#errors()}, {@code 422}).
+ */
+final class ComputeReportBody {
+  static final String EXPECTED =
+      "{\"aimPercent\":30,\"measuredPercent\":29.4,\"heldSeconds\":12.5} (every field a number)";
+
+  static final List<String> KEYS = List.of("aimPercent", "measuredPercent", "heldSeconds");
+
+  private ComputeReportBody() {}
+
+  /** The report of a parsed body; a {@code 400} {@link ServiceException} naming bad fields. */
+  static ComputeReport read(JsonNode body) {
+    List<FieldError> errors = new ArrayList<>();
+    if (body == null || !body.isObject()) {
+      add(errors, "body", body, "must be a JSON object " + EXPECTED);
+      throw malformed(errors);
+    }
+    for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
+      String name = names.next();
+      if (!KEYS.contains(name)) {
+        add(errors, name, body.get(name), "unknown field; the body is " + EXPECTED);
+      }
+    }
+    Double aim =
+        number(body, "aimPercent", "the utilisation the limiter aims at, " + PERCENT, errors);
+    Double measured =
+        number(
+            body,
+            "measuredPercent",
+            "the pod's share of the GPU's time last measured, " + PERCENT,
+            errors);
+    Double held =
+        number(
+            body,
+            "heldSeconds",
+            "the time launches were held back, " + ComputeReport.SECONDS,
+            errors);
+    if (!errors.isEmpty()) {
+      throw malformed(errors);
+    }
+    return new ComputeReport(aim, measured, held);
+  }
+
+  private static final String PERCENT = ComputeReport.PERCENT;
+
+  private static Double number(JsonNode body, String key, String what, List<FieldError> errors) {
+    JsonNode v = body.get(key);
+    if (v == null || v.isNull()) {
+      add(errors, key, null, "required: " + what);
+      return null;
+    }
+    if (!v.isNumber()) {
+      add(errors, key, v, "must be a number: " + what);
+      return null;
+    }
+    return v.doubleValue();
+  }
+
+  private static void add(List<FieldError> errors, String field, JsonNode value, String rule) {
+    String shown = value == null ? null : value.isValueNode() ? value.asText() : value.toString();
+    String given = shown == null ? "missing" : "'" + shown + "' given";
+    errors.add(new FieldError(field, shown, field + ": " + given + "; " + rule));
+  }
+
+  private static ServiceException malformed(List<FieldError> errors) {
+    String detail =
+        errors.size() == 1
+            ? errors.get(0).message()
+            : errors.size() + " fields are malformed: " + errors.get(0).message() + " …";
+    return new ServiceException(Kind.MALFORMED, detail, errors);
+  }
+}
