@@ -1,6 +1,7 @@
 package dev.gpushare.node;
 
 import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.GpuShareReader.ChangeListener;
 import java.time.Instant;
 import java.util.List;
@@ -75,8 +76,7 @@ final class ChangeFanOut {
    * A pod's compute-limiter report taken here: kept at once (the answer shows it) and published to
    * the other members.
    */
-  void computeReported(
-      String node, String pod, dev.gpushare.node.api.ComputeReport report, Instant at) {
+  void computeReported(String node, String pod, ComputeReport report, Instant at) {
     Changes.ComputeReported c =
         new Changes.ComputeReported(
             origin,
