@@ -6,6 +6,8 @@
 //   busy       keeps the GPU about 30 % busy (30 ms kernels every 100 ms); after 2 s runs
 //              $CHECK_SMI with /bin/sh as a child (it inherits LD_PRELOAD and GPUSHARE_*), until
 //              it exits (30 s at most)
+//   hammer:S   S seconds of 1 ms kernels back to back (at most 8 in flight): a pod that would take
+//              the whole GPU, for the compute limit; prints how many kernels ran
 //   alloc:N    cudaMalloc of N bytes     free  the latest allocation
 //   meminfo    cudaMemGetInfo: free and total, and the GPU's own total (gpu=)
 //   fill:N     allocates N bytes and fills them with a pattern
@@ -93,6 +95,17 @@ static cudaError_t step(const char *s, char *extra, size_t n) {
     return rc;
   }
   if (strcmp(s, "busy") == 0) return busy(extra, n);
+  if (sscanf(s, "hammer:%llu", &a) == 1) {
+    cudaError_t rc = cudaSuccess;
+    long kernels = 0;
+    for (double start = now_s(); now_s() - start < (double)a && rc == cudaSuccess; kernels++) {
+      spin<<<1, 1>>>(1000000ull);
+      if (kernels % 8 == 7) rc = cudaDeviceSynchronize();
+    }
+    if (rc == cudaSuccess) rc = cudaDeviceSynchronize();
+    snprintf(extra, n, " kernels=%ld", kernels);
+    return rc;
+  }
   if (sscanf(s, "alloc:%llu", &a) == 1) {
     void *p = nullptr;
     cudaError_t rc = cudaMalloc(&p, a);

@@ -8,6 +8,9 @@
 #   3 memory   cudaMalloc over the pod's memory limit fails; cudaMemGetInfo shows the share
 #   4 wake     checkpointed while idle (cuCheckpointProcess*), the next kernel raises demand,
 #              waits, and goes on with its memory intact once restored
+#   5 compute  a second program at core limit 30 on a node without MPS (computeLimit.mode
+#              library) launches 1 ms kernels back to back for 8 s: the utilisation nvidia-smi
+#              shows on the host (outside the library) stays near 30 % once settled
 # Run from the repository root; needs the NVIDIA driver, nvcc (PATH or /usr/local/cuda/bin),
 # python3 and cc. No Maven, no Java. Everything goes under a temp dir (KEEP=1 keeps it).
 #
@@ -66,7 +69,8 @@ if ((rehearse)); then
     "$fake/fake-cuda/fake_cuda.c" "$fake/fake-cuda/fake_cuda_mem.c" &&
     gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$T/lib/libnvidia-ml.so.1" "$fake/fake-nvml/fake_nvml.c" &&
     gcc -std=c17 -O2 -D_GNU_SOURCE -o "$T/workload" "$native/workload.c" -L"$T/lib" -l:libcuda.so.1 -ldl &&
-    gcc -std=c17 -O2 -o "$T/nvml_view" "$native/nvml_view.c" -L"$T/lib" -l:libnvidia-ml.so.1 -ldl ||
+    gcc -std=c17 -O2 -o "$T/nvml_view" "$native/nvml_view.c" -L"$T/lib" -l:libnvidia-ml.so.1 -ldl &&
+    gcc -std=c17 -O2 -D_GNU_SOURCE -o "$T/busy" "$native/busy.c" -L"$T/lib" -l:libcuda.so.1 ||
     { echo "FAIL the fakes did not build"; exit 2; }
   # nvidia-smi as the rehearsal fakes it: nvml_view's lines in the formats run.sh reads
   cat >"$T/bin/nvidia-smi" <<'EOF'
@@ -265,6 +269,39 @@ else
     fail "exit: status $rc, $released DELETE demand"
   fi
 fi
+# 5 compute: core limit 30, a program that would take the whole GPU; the host's nvidia-smi.
+LIMIT5=30 SECS5=8
+standin set "{\"onDemand\":\"none\",$running,\"limits\":{\"core\":$LIMIT5,\"memory\":$LIMIT_MEMORY},\"computeLimit\":{\"mode\":\"library\",\"aimPercent\":$LIMIT5}}"
+if ((rehearse)); then
+  prog5=("$T/busy" --seconds "$SECS5") tol5=5
+  export FAKE_GPU_FILE="$T/gpu" # the fakes' shared timeline: kernels of 1 ms, NVML over 100 ms
+  unset FAKE_NVML_UTIL
+else
+  prog5=("$T/check" count "hammer:$SECS5") tol5=10 # nvidia-smi's samples of a real GPU
+fi
+env "${penv[@]}" "${prog5[@]}" </dev/null >"$T/out5" 2>"$T/err5" &
+pid5=$! jobs_+=($!)
+samples5=()
+for i in $(seq 1 $((SECS5 * 2 - 1))); do
+  sleep 0.5
+  ((i <= 6)) && continue # the first 3 s: the program starts and the limit settles
+  u5="$(env -u LD_PRELOAD nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits |
+    grep -i "$UUID" | awk -F', *' '{print $2}')"
+  [[ $u5 =~ ^[0-9]+$ ]] && samples5+=("$u5")
+done
+wait "$pid5"
+rc5=$?
+mean5="$(printf '%s\n' "${samples5[@]}" | awk '{s += $1; n++} END {if (n) printf "%.0f", s / n; else print -1}')"
+report5="$(standin report)"
+off5=$((mean5 - LIMIT5)) && off5=${off5#-}
+if [[ $rc5 == 0 && ${#samples5[@]} -ge 5 && $off5 -le $tol5 && $report5 == *'"aimPercent": '$LIMIT5* ]]; then
+  ok "5 compute: limit $LIMIT5 %: nvidia-smi on the host shows $mean5 % (samples ${samples5[*]}," \
+    "expected $LIMIT5 ± $tol5); the library reported $report5; $(tail -1 "$T/out5")"
+else
+  fail "5 compute: limit $LIMIT5 %: status $rc5, host samples '${samples5[*]}' (mean $mean5," \
+    "expected $LIMIT5 ± $tol5), report '$report5'; stderr: $(tail -3 "$T/err5" | tr '\n' ' ')"
+fi
+
 transcript
 ((failed)) && { echo "pod-side check: FAILED"; exit 1; }
 echo "pod-side check: all OK"

@@ -7,9 +7,10 @@ except what POST demand does (onDemand).
   python3 standin.py set URL JSON             merges JSON into the pod's view; every watch sees it
   python3 standin.py count URL METHOD         how many METHOD .../demand requests came
   python3 standin.py await URL METHOD N SECS  waits until N of them came; exit 1 after SECS
+  python3 standin.py report URL               the library's last compute report (JSON), or {}
 
 The library's endpoints under /v1/namespaces/NS/pods/NAME: GET (the view), POST and DELETE
-demand, GET watch (Server-Sent Events, close-delimited: the view at once and at each change,
+demand, POST compute (the compute limit's report, kept), GET watch (Server-Sent Events, close-delimited: the view at once and at each change,
 a ':' heartbeat every 15 s). Control: POST /control (a JSON object; the key "onDemand" is
 "ready" for Hibernation -> Ready at position 1 on POST demand, anything else for no change),
 GET /control ({"view": ..., "demands": {"POST": n, "DELETE": n}}).
@@ -25,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 lock = threading.Condition()
 version = 0
 demands = {"POST": 0, "DELETE": 0}
+reports = []  # the library's POST .../compute bodies
 on_demand = "ready"
 view = {}
 pod_path = ""
@@ -60,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/control":
             with lock:
-                self.answer(200, {"view": view, "demands": demands})
+                self.answer(200, {"view": view, "demands": demands, "reports": reports})
         elif self.path == pod_path:
             with lock:
                 self.answer(200, view)
@@ -76,6 +78,10 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"ok": True})
         elif self.path == pod_path + "/demand":
             self.demand("POST")
+        elif self.path == pod_path + "/compute":
+            with lock:
+                reports.append(json.loads(body))
+                self.answer(200, view)
         else:
             self.not_found()
 
@@ -147,6 +153,9 @@ def main(argv):
         control(argv[2], argv[3])
     elif cmd == "count":
         print(control(argv[2])["demands"][argv[3]])
+    elif cmd == "report":
+        got = control(argv[2])["reports"]
+        print(json.dumps(got[-1] if got else {}))
     elif cmd == "await":
         end = time.monotonic() + float(argv[5])
         while control(argv[2])["demands"][argv[3]] < int(argv[4]):
