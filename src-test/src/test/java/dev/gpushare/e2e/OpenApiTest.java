@@ -426,6 +426,22 @@ class OpenApiTest {
         "application/json",
         404);
     awaitPod(a, "usage sampled", v -> v.path("usage").path("processes").asInt() == 1);
+    // ---- the compute limiter's report (issue 26): a's view then shows it in computeLimit
+    String compute = pod + "/compute";
+    String report = "{\"aimPercent\":30,\"measuredPercent\":29.4,\"heldSeconds\":12.5}";
+    expect("POST", compute, podOf(a), "", report, "application/json", 200);
+    expect("POST", compute, podOf(a), "", "{\"aimPercent\":\"x\"}", "application/json", 400);
+    expect(
+        "POST",
+        compute,
+        podOf(a),
+        "",
+        "{\"aimPercent\":130,\"measuredPercent\":29.4,\"heldSeconds\":12.5}",
+        "application/json",
+        422);
+    expect("POST", compute, podOf(a), "", report, "text/plain", 415);
+    expect("POST", compute, podOf(cpu), "", report, "application/json", 409);
+    expect("POST", compute, podOf(n + "-gone"), "", report, "application/json", 404);
     expect("GET", pod, podOf(a), "", null, null, 200);
     expect("GET", "/metrics", Map.of(), "", null, null, 200);
 
