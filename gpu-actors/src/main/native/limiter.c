@@ -280,15 +280,21 @@ static void *controller(void *arg) {
       int held = waits != waits_before;
       waits_before = waits;
       /* Held back for a second, yet none of the pod's processes in NVML's samples: NVML names
-       * them by PIDs this namespace does not know (host PIDs); the pod cannot be measured, so it
-       * is not limited, rather than limited blindly. Said once. */
-      blind = held && u == 0 ? blind + 1 : 0;
+       * them by PIDs this namespace does not know (host PIDs); or NVML cannot be used at all. The
+       * pod cannot be measured, so it is not limited, rather than limited blindly. Said once. */
+      blind = (held && u == 0) || !m.ready ? blind + 1 : 0;
       if (blind >= 10) {
         if (!blind_said) {
           blind_said = 1;
-          gs_say("compute limit: NVML reports none of pod %s/%s's processes (it names them by "
-                 "PIDs this container does not see): the pod's compute is not limited here",
-                 gs_cfg.ns, gs_cfg.name);
+          if (m.ready) {
+            gs_say("compute limit: NVML reports none of pod %s/%s's processes (it names them by "
+                   "PIDs this container does not see): the pod's compute is not limited here",
+                   gs_cfg.ns, gs_cfg.name);
+          } else {
+            gs_say("compute limit: NVML cannot measure pod %s/%s's GPU (libnvidia-ml.so.1, or "
+                   "its GPU by UUID, not found): the pod's compute is not limited here",
+                   gs_cfg.ns, gs_cfg.name);
+          }
         }
         atomic_store(&lf->rate_milli, (uint64_t)(RATE_MAX * 1000));
         u = -1;

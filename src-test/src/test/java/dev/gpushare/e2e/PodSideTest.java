@@ -341,6 +341,66 @@ class PodSideTest {
         () -> w.transcript());
   }
 
+  // ---------------------------------------------------------------- the compute limit (issue 26)
+
+  /**
+   * A pod at core limit 30 on a node without MPS: the real member's view says {@code
+   * computeLimit.mode} library with aim 30, the library keeps the pod's GPU time there on the fake
+   * driver's virtual GPU, and its report reaches the view and {@code /metrics}.
+   */
+  @Test
+  void aPodAtCoreLimit30IsKeptThereAndItsReportReachesTheViewAndTheMetrics() throws Exception {
+    String node = Manifests.unique("limit");
+    List<String> uuids = uuids(api.putNode(node, 1, "share-pool", Manifests.qos(false, 120)));
+    String pod = node + "-a";
+    api.createPod(sharePod(pod, node, 30, 30));
+    JsonNode before = api.pod(pod);
+    assertEquals("library", before.at("/computeLimit/mode").asText(), before.toString());
+    assertEquals(30, before.at("/computeLimit/aimPercent").asInt(), before.toString());
+
+    Map<String, String> env = env(pod, uuids);
+    env.put("FAKE_GPU_FILE", state.resolve("gpu-" + node).toString());
+    env.put("FAKE_GPU_QUEUE_US", "20000");
+    env.put("FAKE_NVML_UUIDS", String.join(",", uuids)); // the node's GPUs, as NVML names them
+    env.remove("FAKE_CUDA_TRACE");
+    Proc busy = start(pod, "busy", List.of("--seconds", "6", "--report-ms", "1000"), env);
+    busy.awaitOut("done launches=\\d+");
+    assertEquals(0, busy.awaitExit(), busy.transcript());
+    // 1 ms kernels: about 1000 launches a second unlimited; at 30 % about 300
+    long last = 0;
+    for (String line : busy.out()) {
+      String[] f = line.split(" ");
+      if (f.length == 2 && f[0].matches("\\d+") && Long.parseLong(f[0]) >= 5000) {
+        last = Long.parseLong(f[1]);
+      }
+    }
+    assertTrue(last >= 250 && last <= 350, "about 300 launches in the last second: " + busy.out());
+
+    JsonNode after =
+        awaitPod(pod, "the exit's report", v -> !v.at("/computeLimit/reportedAt").isNull());
+    assertTrue(after.at("/computeLimit/heldSeconds").asDouble() > 1, after.toString());
+    double measured = after.at("/computeLimit/measuredPercent").asDouble();
+    assertTrue(measured >= 25 && measured <= 35, after.toString());
+    String metrics = api.get("/metrics").body();
+    assertTrue(
+        metrics
+            .lines()
+            .anyMatch(
+                l ->
+                    l.startsWith("gpushare_pod_compute_aim_percent{")
+                        && l.contains("pod=\"" + pod + "\"")
+                        && l.matches(".* 30(\\.0)?")),
+        () -> "the aim in /metrics:\n" + metrics);
+    assertTrue(
+        metrics
+            .lines()
+            .anyMatch(
+                l ->
+                    l.startsWith("gpushare_pod_compute_held_seconds_total{")
+                        && l.contains("pod=\"" + pod + "\"")),
+        "the held-back seconds in /metrics");
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private Map<String, String> env(String pod, List<String> uuids) {

@@ -214,6 +214,29 @@ class ComputeLimitTest {
     }
   }
 
+  /**
+   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID; in a container, it
+   * names the pod's processes by host PIDs) the library says so once and does not limit blindly.
+   */
+  @Test
+  void aPodNvmlCannotMeasureIsSaidOnceAndNotLimitedBlindly() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p =
+        busy(a, "--seconds", "3", "--report-ms", "500")
+            .env("FAKE_NVML_UUIDS", "GPU-00000000-0000-4000-8000-0000000000ff")
+            .start()) {
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML cannot measure pod default/a's GPU .*"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      String last = p.stdout().get(p.stdout().size() - 2); // "<t_ms> <launches>", then done
+      long launches = Long.parseLong(last.split(" ")[1]);
+      assertTrue(launches >= 400, "unlimited after it was said (1 ms kernels): " + p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+  }
+
   @Test
   void aPodThatGoesIdleAndComesBackDoesNotBurstOverItsLimitForMoreThanOneWindow() throws Exception {
     StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
