@@ -299,6 +299,9 @@ static void *controller(void *arg) {
         atomic_store(&lf->rate_milli, (uint64_t)(RATE_MAX * 1000));
         u = -1;
       }
+      /* nothing measured although the pod's launches were held: a missing sample (NVML had none
+       * newer), not an idle pod; the rate stays (and a lasting one is the blind case above) */
+      if (u == 0 && held) u = -1;
       if (u >= 0) {
         atomic_store(&lf->measured_centi, (uint32_t)(u * 100));
         double factor = 1;
