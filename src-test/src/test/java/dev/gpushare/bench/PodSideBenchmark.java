@@ -28,13 +28,17 @@ import java.util.Map;
  *       from C as the library makes its requests) to the same server, and vs the demand's own round
  *       trip (POST of the demand, from C, on a free GPU: the decision, journaled);
  *   <li>(c) VmRSS of the process with vs without the library, and the library's own mappings (Rss
- *       and Pss from /proc/self/smaps) and the pod's shared file.
+ *       and Pss from /proc/self/smaps) and the pod's shared file;
+ *   <li>(d) ns per cuLaunchKernel under a compute limit with a token always in the bucket (the hot
+ *       path's atomic), vs the same program at core 100;
+ *   <li>(e) on the fakes' virtual GPU, a pod at core 30 launching without pause: the settling time
+ *       and the distance from 30 afterwards, vs the same program at core 100 (issue 26).
  * </ul>
  *
  * <p>Options: {@code --calls 10000000 --runs 7 --trips 200 --inits 30} (more first cuInits, each a
- * short process, beside as many rounds of HTTP trips), and {@code --library PATH} to measure
- * another build of the library than gpu-actors/target/native's. Run from the repository root after
- * building (BENCHMARKS.md says how).
+ * short process, beside as many rounds of HTTP trips), {@code --limit-rounds 5} (the rounds of
+ * (e)), and {@code --library PATH} to measure another build of the library than
+ * gpu-actors/target/native's. Run from the repository root after building (BENCHMARKS.md says how).
  */
 public final class PodSideBenchmark {
   private PodSideBenchmark() {}
@@ -44,6 +48,7 @@ public final class PodSideBenchmark {
     int runs = Integer.parseInt(BenchSupport.option(args, "--runs", "7"));
     int trips = Integer.parseInt(BenchSupport.option(args, "--trips", "200"));
     int inits = Integer.parseInt(BenchSupport.option(args, "--inits", "30"));
+    int limitRounds = Integer.parseInt(BenchSupport.option(args, "--limit-rounds", "5"));
     if (System.getProperty("basedir") == null) {
       System.setProperty("basedir", Path.of("src-test").toAbsolutePath().toString());
     }
@@ -124,6 +129,80 @@ public final class PodSideBenchmark {
         trip.addAll(bench(side, bare, http).get("http_ns"));
         demand.addAll(bench(side, bare, cycle).get("demand_ns"));
       }
+      // (d) the compute limit's hot path: pod bench-l at core 99 on this node (no MPS: the view's
+      // computeLimit.mode is library). Its launches take a token each; the fake NVML here cannot
+      // measure it (it knows other UUIDs), so after a second the library stops limiting and the
+      // rate stands at its maximum: the bucket is never empty, and each launch costs exactly the
+      // hot path's atomic fetch-and-subtract. Warmed up once so that the pod's shared rate is
+      // there.
+      // (on a node of its own: bench-p's request takes all of the first one's GPU)
+      String node2 = "bench-2";
+      String uuid2 =
+          api.putNode(node2, 1, "share-pool", Manifests.qos(false, 120))
+              .path("gpus")
+              .get(0)
+              .path("uuid")
+              .asText();
+      String lpod = "bench-l";
+      api.createPod(Manifests.sharePod(lpod, node2, 10, 99));
+      Map<String, String> limitedEnv = new HashMap<>(with);
+      limitedEnv.put("FAKE_CUDA_UUIDS", uuid2);
+      limitedEnv.put("GPUSHARE_POD", Api.NS + "/" + lpod);
+      limitedEnv.put(
+          "GPUSHARE_STATE_DIR", Files.createDirectories(dir.resolve("state-l")).toString());
+      run(side, "busy", limitedEnv, List.of("--seconds", "2"));
+      List<Double> limitedNs = new ArrayList<>();
+      List<Double> unlimitedNs = new ArrayList<>();
+      for (int i = 0; i < runs; i++) {
+        limitedNs.addAll(
+            bench(side, limitedEnv, List.of("calls", String.valueOf(calls))).get("ns_per_call"));
+        unlimitedNs.addAll(
+            bench(side, with, List.of("calls", String.valueOf(calls))).get("ns_per_call"));
+      }
+
+      // (e) the limit itself on the fake driver's virtual GPU (1 ms kernels, a 20 ms launch queue,
+      // NVML over 100 ms): a pod at core 30 launching without pause, sampled from outside every
+      // 100 ms; beside it, the same program in pod bench-p (core 100, never limited).
+      String l30 = "bench-30";
+      api.createPod(Manifests.sharePod(l30, node2, 10, 30));
+      List<Double> settle = new ArrayList<>();
+      List<Double> error = new ArrayList<>();
+      List<Double> worst = new ArrayList<>();
+      List<Double> unlimitedUtil = new ArrayList<>();
+      for (int i = 0; i < limitRounds; i++) {
+        Path gpu = dir.resolve("gpu-" + i);
+        Map<String, String> virtual = new HashMap<>(with);
+        virtual.put("FAKE_GPU_FILE", gpu.toString());
+        virtual.put("FAKE_GPU_QUEUE_US", "20000");
+        virtual.put("FAKE_CUDA_UUIDS", uuid2);
+        virtual.put("FAKE_NVML_UUIDS", uuid2);
+        virtual.put("GPUSHARE_POD", Api.NS + "/" + l30);
+        virtual.put(
+            "GPUSHARE_STATE_DIR", Files.createDirectories(dir.resolve("state-30-" + i)).toString());
+        double[] v = utilisation(side, virtual, uuid2, 6, 5);
+        int from = settledFrom(v, 30, 5);
+        settle.add(from < 0 ? Double.NaN : (from + 1) * 100.0);
+        double sum = 0;
+        double max = 0;
+        int settled = 0;
+        for (int k = Math.max(from, 0); k < v.length - 3 && from >= 0; k++, settled++) {
+          sum += Math.abs(v[k] - 30);
+          max = Math.max(max, Math.abs(v[k] - 30));
+        }
+        error.add(settled == 0 ? Double.NaN : sum / settled);
+        worst.add(max);
+        Map<String, String> free = new HashMap<>(virtual);
+        free.put("GPUSHARE_POD", Api.NS + "/" + pod);
+        free.put("GPUSHARE_STATE_DIR", state.toString());
+        free.put("FAKE_CUDA_UUIDS", uuid);
+        free.put("FAKE_NVML_UUIDS", uuid);
+        double[] u = utilisation(side, free, uuid, 3, 2);
+        double s = 0;
+        for (int k = 3; k < u.length - 2; k++) {
+          s += u[k];
+        }
+        unlimitedUtil.add(s / (u.length - 5));
+      }
       System.out.printf("load average after: %s%n%n", loadAverage());
 
       System.out.println("| measure | with libgpushare.so | baseline | baseline is |");
@@ -189,6 +268,25 @@ public final class PodSideBenchmark {
               median(all(withRuns, "podfile_rss_kib")), median(all(withRuns, "podfile_pss_kib"))),
           "0",
           "");
+      row(
+          "(d) ns per cuLaunchKernel under a compute limit, bucket never empty (median of runs)",
+          "%.2f",
+          median(limitedNs),
+          median(unlimitedNs),
+          "the same program at core 100 (no limit) with the library, alternating");
+      row(
+          "(e) core limit 30 on the fake virtual GPU: settled after, ms (median; max) of "
+              + limitRounds,
+          "%s",
+          String.format("%.0f; %.0f", median(settle), max(settle)),
+          "–",
+          "first 300 ms mean from which every later one stays within ±5 points");
+      row(
+          "(e) then its mean / worst distance from 30, points (median of rounds)",
+          "%s",
+          String.format("%.1f / %.1f", median(error), median(worst)),
+          String.format("%.0f %% busy", median(unlimitedUtil)),
+          "the same program at core 100 (never limited), its utilisation");
       row(
           "(c) threads",
           "%.0f",
@@ -263,6 +361,88 @@ public final class PodSideBenchmark {
       throw new IllegalStateException("an HTTP GET was not answered 200:\n" + r.out());
     }
     return values;
+  }
+
+  /** Runs a test program to its end (status 0 required). */
+  private static void run(
+      PodSide side, String program, Map<String, String> env, List<String> args) {
+    List<String> cmd = new ArrayList<>();
+    cmd.add(side.program(program).toString());
+    cmd.addAll(args);
+    PodSide.Result r = PodSide.run(cmd, env);
+    if (r.status() != 0) {
+      throw new IllegalStateException(program + " " + args + " failed:\n" + r.out());
+    }
+  }
+
+  /**
+   * {@code busy} for {@code seconds} with {@code env} while {@code gpu_util} samples the GPU every
+   * 100 ms for {@code sampled} seconds: the busy process's share, as 300 ms means.
+   */
+  private static double[] utilisation(
+      PodSide side, Map<String, String> env, String uuid, int seconds, int sampled)
+      throws Exception {
+    PodSide.Proc busy =
+        side.start("busy", "busy", List.of("--seconds", String.valueOf(seconds)), env);
+    Map<String, String> nvml = new HashMap<>();
+    nvml.put("LD_LIBRARY_PATH", side.fakes().toString());
+    nvml.put("FAKE_GPU_FILE", env.get("FAKE_GPU_FILE"));
+    nvml.put("FAKE_NVML_UUIDS", uuid);
+    PodSide.Result r =
+        PodSide.run(
+            List.of(
+                side.program("gpu_util").toString(),
+                "--seconds",
+                String.valueOf(sampled),
+                "--every-ms",
+                "100",
+                "--uuid",
+                uuid),
+            nvml);
+    busy.awaitExit();
+    busy.close();
+    List<Double> raw = new ArrayList<>();
+    for (String line : r.out().split("\n")) {
+      String[] f = line.trim().split("\\s+");
+      if (f.length < 2 || !f[0].matches("\\d+")) {
+        continue;
+      }
+      double sum = 0;
+      for (int i = 2; i < f.length; i++) {
+        String[] kv = f[i].split(":");
+        if (kv[0].equals(String.valueOf(busy.pid()))) {
+          sum += Double.parseDouble(kv[1]);
+        }
+      }
+      raw.add(sum);
+    }
+    double[] mean = new double[raw.size()];
+    for (int i = 0; i < mean.length; i++) {
+      int from = Math.max(0, i - 2);
+      double s = 0;
+      for (int j = from; j <= i; j++) {
+        s += raw.get(j);
+      }
+      mean[i] = s / (i - from + 1);
+    }
+    return mean;
+  }
+
+  /** The index from which every value but the last 3 stays within ±band of target, or -1. */
+  private static int settledFrom(double[] v, double target, double band) {
+    int from = -1;
+    for (int i = 0; i < v.length - 3; i++) {
+      if (Math.abs(v[i] - target) > band) {
+        from = -1;
+      } else if (from < 0) {
+        from = i;
+      }
+    }
+    return from;
+  }
+
+  private static double max(List<Double> values) {
+    return values.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN);
   }
 
   private static String loadAverage() {

@@ -42,7 +42,9 @@ class GpuCheckRehearsalTest {
       assertTrue(ended, "the rehearsal did not end:\n" + out);
       assertEquals(0, p.exitValue(), out);
       for (String step :
-          new String[] {"OK   1 grant", "OK   2 view", "OK   3 memory", "OK   4 wake"}) {
+          new String[] {
+            "OK   1 grant", "OK   2 view", "OK   3 memory", "OK   4 wake", "OK   5 compute"
+          }) {
         assertTrue(out.contains(step), step + ":\n" + out);
       }
       assertTrue(out.contains("pod-side check: all OK"), out);
