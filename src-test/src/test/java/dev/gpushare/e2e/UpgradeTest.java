@@ -112,14 +112,22 @@ class UpgradeTest {
 
   /**
    * The pods as 0.1 showed them: without {@code usage}, and without the fields added since
-   * (extending the API, never changing it), which a journal of 0.1 must leave at null: {@code
-   * checkpoint} (nothing of 0.1 was checkpointed).
+   * (extending the API, never changing it), which a journal of 0.1 must leave at null or at their
+   * start: {@code checkpoint} (nothing of 0.1 was checkpointed) and {@code computeLimit} (the
+   * node's setting, no report yet: no library of 0.1's pods ever reported).
    */
   private static JsonNode asOf01(JsonNode pods) {
     JsonNode copy = withoutUsage(pods);
     for (JsonNode p : copy) {
       assertTrue(p.has("checkpoint") && p.get("checkpoint").isNull(), p.toString());
       ((ObjectNode) p).remove("checkpoint");
+      JsonNode limit = p.get("computeLimit");
+      assertTrue(limit != null, p.toString());
+      if (!limit.isNull()) {
+        assertTrue(limit.path("reportedAt").isNull(), p.toString());
+        assertTrue(limit.path("heldSeconds").asDouble() == 0, p.toString());
+      }
+      ((ObjectNode) p).remove("computeLimit");
     }
     return copy;
   }
