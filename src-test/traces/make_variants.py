@@ -2,7 +2,8 @@
 """Trace variants for the placement replay (BENCHMARKS.md, "The project's policy").
 
 Writes openb_pod_list_<variant>.csv files derived from the v2023 trace's default pod list, for the
-kinds of workload the shared folder does not hold, with fixed seeds:
+kinds of workload that the six public traces (default, gpushare20..100) do not cover, with fixed
+seeds:
 
   synthgpuspec10/33    NN % of the GPU pods accept one model (70 %) or two (30 %), drawn in
                        proportion to the cluster's GPUs per model

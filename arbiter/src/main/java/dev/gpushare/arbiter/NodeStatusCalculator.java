@@ -10,8 +10,8 @@ import java.util.TreeMap;
 
 /**
  * The node status Kubernetes should show for a node's sharing config (SPEC §2, reproducing {@code
- * examples/node-status-reference.yaml}): a pure {@code desired…()} builder, separate from whoever
- * writes it.
+ * deploy/examples/node-status-reference.yaml}): a pure {@code desired…()} builder, separate from
+ * whoever writes it.
  *
  * <p>While share-pool or static is active, capacity and allocatable gain both percentage resources
  * ({@code 100 × healthy GPUs}); allocatable CPU and memory lose what the sharing module reserves

@@ -22,7 +22,9 @@ class NodeStatusCalculatorTest {
 
   private static final QosConfig REFERENCE_QOS = new QosConfig(true, 120, "1.5Ti");
 
-  /** The reference GPU-HPN node of {@code examples/node-status-reference.yaml}, as it is own. */
+  /**
+   * The reference GPU-HPN node of {@code deploy/examples/node-status-reference.yaml}, as it is own.
+   */
   private static NodeManifest reference() {
     return node(
         Map.of(

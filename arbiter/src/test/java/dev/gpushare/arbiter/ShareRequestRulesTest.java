@@ -30,7 +30,7 @@ class ShareRequestRulesTest {
   private static final String POLICY_LABEL = "metadata.labels[" + SharePolicy.LABEL + "]";
   private static final String CLASS_LABEL = "metadata.labels[" + COMPUTE_CLASS_LABEL + "]";
 
-  /** {@code examples/gpu-share-demo.yaml}, as the API reads it. */
+  /** {@code deploy/examples/gpu-share-demo.yaml}, as the API reads it. */
   private static PodManifest demo() {
     return pod(
         Map.of(COMPUTE_CLASS_LABEL, "gpu-hpn", SharePolicy.LABEL, "share-pool"),

@@ -544,7 +544,9 @@ class NodeActorTest {
     return kit.runCommand(r -> new Bind(key(name), spec, r));
   }
 
-  /** The reference GPU-HPN node (examples/node-status-reference.yaml) with {@code gpus} GPUs. */
+  /**
+   * The reference GPU-HPN node (deploy/examples/node-status-reference.yaml) with {@code gpus} GPUs.
+   */
   static NodeManifest manifest(
       int gpus, Map<String, String> labels, Map<String, String> annotations) {
     return new NodeManifest(

@@ -825,7 +825,7 @@ class DeployManifestsTest {
     return out;
   }
 
-  /** The reference manifest (shared/examples/gpu-share-demo.yaml) as the webhook receives it. */
+  /** The reference manifest (deploy/examples/gpu-share-demo.yaml) as the webhook receives it. */
   static JsonNode demoPodJson() throws IOException {
     return Api.JSON.readTree(K8S.asJson(KubernetesModeTest.demoPod()));
   }

@@ -36,12 +36,17 @@ import org.junit.jupiter.api.io.TempDir;
  * path), as one {@code bash -eo pipefail} script — one terminal, so the shell functions a block
  * defines serve the next — in a fresh directory, against a real server on a random port ({@code
  * 127.0.0.1:8080} and {@code localhost:8080} in the text become its address; {@code gpu-actors/}
- * there is the repository's, built). Session {@code walkthrough} runs on the server as the README's
- * first command starts it (the embedded default, the system clock, {@code ./data}); another session
- * starts its server from its block preceded by {@code <!-- docs: server NAME -->} (a {@code java
- * -jar http-api/target/gpushare.jar} command whose {@code --clock} and {@code --data} are used). A
- * command whose comment starts with {@code # ->} must print each {@code …}-separated fragment of
- * that comment, in order; no answer may be a problem with a 4xx or 5xx status.
+ * and {@code deploy/} there are the repository's, built). Session {@code walkthrough} runs on the
+ * server as the README's first command starts it (the embedded default, the system clock, {@code
+ * ./data}); another session starts its server from its block preceded by {@code <!-- docs: server
+ * NAME -->} (a {@code java -jar http-api/target/gpushare.jar} command whose {@code --clock} and
+ * {@code --data} are used). A command whose comment starts with {@code # ->} must print each {@code
+ * …}-separated fragment of that comment, in order; no answer may be a problem with a 4xx or 5xx
+ * status.
+ *
+ * <p><b>Standing alone.</b> A clone on its own runs every command: no file of the repository points
+ * outside it (the project folder that once lay beside it, a relative path up out of the root), and
+ * no doc names one machine's paths ({@link #OUTSIDE}, {@link #MACHINE_PATH}).
  */
 class DocsTest {
 
@@ -82,7 +87,7 @@ class DocsTest {
               "kubectl label node <node> alibabacloud.com/gpu-share-policy=share-pool",
               "kubectl annotate node <node> alibabacloud.com/gpu-share-qos-config='{\"preemptEnabled\": true, \"podMaxDurationMinutes\": 120, \"reservedEphemeralStorage\": \"1.5Ti\"}'",
               "kubectl get node <node> -o yaml",
-              "kubectl apply -f ../shared/examples/gpu-share-demo.yaml",
+              "kubectl apply -f deploy/examples/gpu-share-demo.yaml",
               "kubectl get pod gpu-share-demo -o yaml",
               "kubectl describe pod gpu-share-demo",
               "kubectl -n gpushare-system wait --for=condition=complete job/gpushare-init-schema --timeout=10m",
@@ -213,7 +218,7 @@ class DocsTest {
           // src-test/BENCHMARKS.md
           listed(
               "JournalBenchmark",
-              "cd /work/main",
+              "cd \"$(git rev-parse --show-toplevel)\"",
               "mvn -B -q -pl persistence-config -am install -DskipTests",
               "cd persistence-config",
               "mvn -B -q -o dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/bench.classpath",
@@ -335,10 +340,11 @@ class DocsTest {
       assertTrue(sessions.containsKey(name), "a server without blocks to run: " + name);
     }
     Path work = Files.createDirectories(tmp.resolve("work"));
-    provideSharedExample(tmp);
-    // what the build made and the tests' sources, where a block run from the repository finds them
-    // (the README's pod-side walkthrough builds the fake driver and runs the library)
+    // what the build made, the tests' sources and the reference manifests, where a block run from
+    // the repository finds them (the README's pod-side walkthrough builds the fake driver and runs
+    // the library; its API walkthrough posts deploy/examples/gpu-share-demo.yaml)
     Files.createSymbolicLink(work.resolve("gpu-actors"), ROOT.resolve("gpu-actors"));
+    Files.createSymbolicLink(work.resolve("deploy"), ROOT.resolve("deploy"));
     for (Map.Entry<String, List<Block>> session : sessions.entrySet()) {
       runSession(session.getKey(), session.getValue(), servers.get(session.getKey()), work);
     }
@@ -407,6 +413,92 @@ class DocsTest {
     assertTrue(cs.get(1).text().endsWith("not a command\nEOF"), cs.get(1).text());
     assertEquals("kubectl get pods -o wide", cs.get(2).normal());
     assertEquals("github-flavoured-anchor-3-x", slug("GitHub-flavoured `anchor` (§3) x"));
+  }
+
+  @Test
+  void nothingPointsOutsideTheRepository() {
+    List<String> found = pointingOutside(ROOT, repositoryFiles(ROOT));
+    for (Path md : markdownFiles()) {
+      found.addAll(docPathsOutside(ROOT, md));
+    }
+    assertTrue(
+        found.isEmpty(),
+        "these lines point outside the repository, which a clone on its own does not have; keep"
+            + " what they name in the repository (the reference manifests are in deploy/examples/,"
+            + " the specification in arbiter/SPEC.md, the HTTP contract in http-api/API.md, the"
+            + " design in node-actors/ARCHITECTURE.md) and refer to it there, or name public data"
+            + " by its public name:\n  "
+            + String.join("\n  ", found));
+  }
+
+  @Test
+  void noDocNamesAMachinesPaths() {
+    List<String> found = machinePaths(ROOT, markdownFiles());
+    assertTrue(
+        found.isEmpty(),
+        "these lines of the docs name one machine's paths (/work/…, /home/USER, /root/, /Users/,"
+            + " C:\\…); write a path relative to the repository root instead (e.g. \"from the"
+            + " repository root\", cd \"$(git rev-parse --show-toplevel)\"):\n  "
+            + String.join("\n  ", found));
+  }
+
+  @Test
+  void theStandAloneChecksFindWhatTheyMustAndNothingElse(@TempDir Path tmp) throws IOException {
+    String up = "..";
+    Files.createDirectories(tmp.resolve("deploy/examples"));
+    Files.writeString(tmp.resolve("deploy/examples/pod.yaml"), "kind: Pod\n");
+    Files.createDirectories(tmp.resolve("src/main/java"));
+    Files.writeString(
+        tmp.resolve("README.md"),
+        String.join(
+            "\n",
+            "# sample",
+            "The manifest is `deploy/examples/pod.yaml`; /dev/shm is shared with the MPS servers.",
+            "PodSharing.shared(policy) and https://example.com/work/x and `/run/gpushare/mps`.",
+            "dlsym:\\n and items:\\n are not drive letters.",
+            "The design is in `" + "shared/` beside this " + "repository.",
+            "Post `@" + up + "/shared/examples/gpu-share-demo.yaml` here.",
+            "See `deploy/examples/missing.yaml` and `src-test/.../SomeTest` and `arbiter/NAME.csv`.",
+            "```bash",
+            "cd /" + "work/main",
+            "kubectl apply -f " + up + "/elsewhere/pod.yaml",
+            "kubectl apply -f deploy/examples/pod.yaml",
+            "```",
+            "```yaml",
+            "resources:",
+            "- " + up + "/deploy",
+            "```",
+            "Files under /"
+                + "home/alice/gpushare, /"
+                + "root/x, /"
+                + "Users/bob and C:\\"
+                + "Users\\carol.",
+            ""));
+    Files.writeString(
+        tmp.resolve("src/main/java/A.java"),
+        "// reads shared/" + "traces/alibaba-gpu-v2023\nclass A {}\n");
+    List<Path> files = repositoryFiles(tmp);
+    assertEquals(
+        List.of(
+            "README.md:5: The design is in `" + "shared/` beside this " + "repository.",
+            "README.md:6: Post `@" + up + "/shared/examples/gpu-share-demo.yaml` here.",
+            "src/main/java/A.java:1: // reads shared/" + "traces/alibaba-gpu-v2023"),
+        pointingOutside(tmp, files));
+    assertEquals(
+        List.of(
+            "README.md:6: " + up + "/shared/examples/gpu-share-demo.yaml (outside the repository)",
+            "README.md:7: deploy/examples/missing.yaml (no such file)",
+            "README.md:10: " + up + "/elsewhere/pod.yaml (outside the repository)"),
+        docPathsOutside(tmp, tmp.resolve("README.md")));
+    assertEquals(
+        List.of(
+            "README.md:9: cd /" + "work/main",
+            "README.md:17: Files under /"
+                + "home/alice/gpushare, /"
+                + "root/x, /"
+                + "Users/bob and C:\\"
+                + "Users\\carol."),
+        machinePaths(tmp, List.of(tmp.resolve("README.md"))));
   }
 
   // ------------------------------------------------------------------------------ the sessions
@@ -500,20 +592,6 @@ class DocsTest {
         }
       }
     }
-  }
-
-  /** {@code ../shared/examples/gpu-share-demo.yaml} seen from the session's directory. */
-  private static void provideSharedExample(Path tmp) throws IOException {
-    Path target = tmp.resolve("shared/examples/gpu-share-demo.yaml");
-    Files.createDirectories(target.getParent());
-    for (Path p = ROOT; p != null; p = p.getParent()) {
-      Path f = p.resolve("shared/examples/gpu-share-demo.yaml");
-      if (Files.isRegularFile(f)) {
-        Files.copy(f, target);
-        return;
-      }
-    }
-    Files.writeString(target, KubernetesModeTest.DEMO_YAML, StandardCharsets.UTF_8);
   }
 
   // ------------------------------------------------------------------------------ the parsing
@@ -682,6 +760,202 @@ class DocsTest {
       }
     }
     return line.stripTrailing();
+  }
+
+  // ------------------------------------------------------------------------------ standing alone
+
+  /**
+   * What names something outside the repository: the project folder "shared" that once lay beside
+   * it (the path up to it, its sub-folders, the folder by name) or the words that send a reader
+   * there.
+   */
+  static final Pattern OUTSIDE =
+      Pattern.compile(
+          "\\.\\./shared\\b"
+              + "|(?<![\\w./-])shared/(?:examples|traces|notes|hooks|[A-Z]+\\.md)"
+              + "|`shared/[`]"
+              + "|beside (?:this|the) repositor(?:y|ies)");
+
+  /** One machine's paths (the letters in brackets keep this line from naming them). */
+  static final Pattern MACHINE_PATH =
+      Pattern.compile(
+          "(?<![\\w.-])(?:/wor[k]/|/hom[e]/[a-z_][\\w.-]*|/roo[t]/|/User[s]/)"
+              + "|(?<![\\w\\\\])[A-Z]:\\\\(?![nrt\\\\\"'])[A-Za-z]");
+
+  /** A relative path in a doc: one up out of its folder, or one from the repository's root. */
+  static final Pattern DOC_PATH =
+      Pattern.compile(
+          "(?<![\\w./@-])@?((?:\\.\\./)+[\\w./-]*"
+              + "|(?:arbiter|node-actors|gpu-actors|http-api|persistence-config|deploy|src-test)"
+              + "/[\\w./-]*)");
+
+  static final Pattern CODE_SPAN = Pattern.compile("`([^`]+)`");
+
+  /** Placeholders and build output in a path: not a file to look for. */
+  static final Pattern NOT_A_FILE = Pattern.compile("target/|/\\.\\.\\./|\\bNAME\\b|\\bNN\\b");
+
+  /**
+   * The repository's files: what git tracks or would track (not ignored) where the root is a
+   * checkout, else every file but build output; text only (no NUL byte).
+   */
+  static List<Path> repositoryFiles(Path root) {
+    List<String> names = null;
+    try {
+      Process git =
+          new ProcessBuilder(
+                  "git",
+                  "-C",
+                  root.toString(),
+                  "ls-files",
+                  "-z",
+                  "--cached",
+                  "--others",
+                  "--exclude-standard")
+              .redirectError(ProcessBuilder.Redirect.DISCARD)
+              .start();
+      byte[] out = git.getInputStream().readAllBytes();
+      if (git.waitFor(60, TimeUnit.SECONDS) && git.exitValue() == 0) {
+        names = List.of(new String(out, StandardCharsets.UTF_8).split("\0"));
+      }
+    } catch (IOException e) {
+      // no git here: walk the tree
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+    List<Path> files = new ArrayList<>();
+    if (names != null) {
+      names.stream().filter(n -> !n.isEmpty()).map(root::resolve).forEach(files::add);
+    } else {
+      try (Stream<Path> all = Files.walk(root)) {
+        all.filter(
+                p -> {
+                  for (Path part : root.relativize(p)) {
+                    String s = part.toString();
+                    if (s.equals("target")
+                        || s.equals("node_modules")
+                        || s.equals("data")
+                        || s.startsWith("data-")
+                        || (s.startsWith(".") && !s.equals(".ci"))) {
+                      return false;
+                    }
+                  }
+                  return true;
+                })
+            .forEach(files::add);
+      } catch (IOException e) {
+        throw new UncheckedIOException(e);
+      }
+    }
+    return files.stream()
+        .filter(Files::isRegularFile)
+        .filter(DocsTest::isText)
+        .sorted()
+        .collect(Collectors.toList());
+  }
+
+  private static boolean isText(Path p) {
+    try {
+      for (byte b : Files.readAllBytes(p)) {
+        if (b == 0) {
+          return false;
+        }
+      }
+      return true;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Every line of {@code files} that {@link #OUTSIDE} matches, as {@code path:line: text}. */
+  static List<String> pointingOutside(Path root, List<Path> files) {
+    List<String> found = new ArrayList<>();
+    for (Path f : files) {
+      List<String> lines = textLines(f);
+      for (int i = 0; i < lines.size(); i++) {
+        if (OUTSIDE.matcher(lines.get(i)).find()) {
+          found.add(root.relativize(f) + ":" + (i + 1) + ": " + lines.get(i).strip());
+        }
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The relative paths of a doc that leave the repository, and the paths of its prose ({@code code}
+   * spans) that name no file. A prose path is resolved from the doc's folder and from the root, a
+   * path in a shell block from the root (its commands run there); other blocks (a user's own files)
+   * are not looked at, nor placeholders and build output. Links are {@link #checkLink}'s.
+   */
+  static List<String> docPathsOutside(Path root, Path md) {
+    List<String> found = new ArrayList<>();
+    List<String> lines = textLines(md);
+    String fence = null; // the language of the open block, "" for none
+    for (int i = 0; i < lines.size(); i++) {
+      String line = lines.get(i);
+      Matcher open = FENCE.matcher(line);
+      if (open.matches()) {
+        fence = fence == null ? open.group(3).toLowerCase(Locale.ROOT) : null;
+        continue;
+      }
+      List<String> texts = new ArrayList<>();
+      if (fence == null) {
+        Matcher span = CODE_SPAN.matcher(line);
+        while (span.find()) {
+          texts.add(span.group(1));
+        }
+      } else if (SHELL.contains(fence)) {
+        texts.add(code(line));
+      }
+      for (String text : texts) {
+        Matcher m = DOC_PATH.matcher(text);
+        while (m.find()) {
+          String path = m.group(1).replaceAll("[.,;:]+$", "");
+          if (NOT_A_FILE.matcher(path).find() || (fence != null && !path.startsWith("../"))) {
+            continue;
+          }
+          List<Path> candidates =
+              (fence == null
+                      ? Stream.of(md.getParent().resolve(path), root.resolve(path))
+                      : Stream.of(root.resolve(path)))
+                  .map(Path::normalize)
+                  .filter(p -> p.startsWith(root))
+                  .toList();
+          String problem =
+              candidates.isEmpty()
+                  ? "outside the repository"
+                  : fence == null && candidates.stream().noneMatch(Files::exists)
+                      ? "no such file"
+                      : null;
+          if (problem != null) {
+            found.add(root.relativize(md) + ":" + (i + 1) + ": " + path + " (" + problem + ")");
+          }
+        }
+      }
+    }
+    return found;
+  }
+
+  /** Every line of {@code docs} that {@link #MACHINE_PATH} matches, as {@code path:line: text}. */
+  static List<String> machinePaths(Path root, List<Path> docs) {
+    List<String> found = new ArrayList<>();
+    for (Path f : docs) {
+      List<String> lines = textLines(f);
+      for (int i = 0; i < lines.size(); i++) {
+        if (MACHINE_PATH.matcher(lines.get(i)).find()) {
+          found.add(root.relativize(f) + ":" + (i + 1) + ": " + lines.get(i).strip());
+        }
+      }
+    }
+    return found;
+  }
+
+  private static List<String> textLines(Path f) {
+    try {
+      return List.of(new String(Files.readAllBytes(f), StandardCharsets.UTF_8).split("\n", -1));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   // ------------------------------------------------------------------------------ the links

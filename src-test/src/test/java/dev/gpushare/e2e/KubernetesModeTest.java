@@ -30,6 +30,7 @@ import io.fabric8.kubernetes.api.model.events.v1.Event;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.utils.Serialization;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -90,7 +91,7 @@ class KubernetesModeTest {
       "{\"preemptEnabled\": true, \"podMaxDurationMinutes\": 120,"
           + " \"reservedEphemeralStorage\": \"1.5Ti\"}";
 
-  /** The reference node's own status (examples/node-status-reference.yaml, sharing off). */
+  /** The reference node's own status (deploy/examples/node-status-reference.yaml, sharing off). */
   static final Map<String, String> REF_CAPACITY =
       Map.of("cpu", "176", "memory", "1800Gi", "ephemeral-storage", "6Ti", EXCLUSIVE_GPU, "16");
 
@@ -597,7 +598,7 @@ class KubernetesModeTest {
       Node on =
           eventually(
               v,
-              "node " + n + " shows examples/node-status-reference.yaml (sharing on)",
+              "node " + n + " shows deploy/examples/node-status-reference.yaml (sharing on)",
               () -> {
                 Node x = k.node(n);
                 Map<String, String> alloc = with(REF_ALLOCATABLE, 1600);
@@ -626,7 +627,8 @@ class KubernetesModeTest {
       assertQuantity("memory", "1800Gi", quantities(recorded));
       assertQuantity("ephemeral-storage", "4608Gi", quantities(recorded));
 
-      // the reference pod (examples/gpu-share-demo.yaml) as the webhook admits it, bound here
+      // the reference pod (deploy/examples/gpu-share-demo.yaml) as the webhook admits it, bound
+      // here
       Pod demo = asTheWebhookAdmitsIt(demoPod(), n);
       k.kubectl.pods().inNamespace(NS).resource(demo).create();
       k.kubeletRuns("gpu-share-demo");
@@ -665,7 +667,7 @@ class KubernetesModeTest {
       Node off =
           eventually(
               v,
-              "node " + n + " shows examples/node-status-reference.yaml (sharing off)",
+              "node " + n + " shows deploy/examples/node-status-reference.yaml (sharing off)",
               () -> {
                 Node x = k.node(n);
                 assertResources("capacity", x.getStatus().getCapacity(), REF_CAPACITY);
@@ -1071,58 +1073,20 @@ class KubernetesModeTest {
             MEMORY);
   }
 
-  /** examples/gpu-share-demo.yaml from the shared folder, or the same text when it is absent. */
+  /** The reference manifest users write, deploy/examples/gpu-share-demo.yaml, unchanged. */
   static Pod demoPod() {
-    String yaml = null;
-    for (Path p = Path.of(System.getProperty("basedir", ".")).toAbsolutePath();
-        p != null;
-        p = p.getParent()) {
-      Path f = p.resolve("shared").resolve("examples").resolve("gpu-share-demo.yaml");
-      if (Files.isRegularFile(f)) {
-        try {
-          yaml = Files.readString(f);
-        } catch (IOException e) {
-          throw new UncheckedIOException(e);
-        }
-        break;
+    try (InputStream in =
+        KubernetesModeTest.class.getResourceAsStream("/examples/gpu-share-demo.yaml")) {
+      if (in == null) {
+        throw new IllegalStateException(
+            "no test resource examples/gpu-share-demo.yaml (deploy/examples/ on the test class"
+                + " path, src-test/pom.xml)");
       }
+      return Serialization.unmarshal(in, Pod.class);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
-    if (yaml == null) {
-      yaml = DEMO_YAML;
-    }
-    return Serialization.unmarshal(yaml, Pod.class);
   }
-
-  static final String DEMO_YAML =
-      """
-      apiVersion: v1
-      kind: Pod
-      metadata:
-        labels:
-          alibabacloud.com/compute-class: "gpu-hpn"
-          alibabacloud.com/gpu-share-policy: "share-pool"
-        name: gpu-share-demo
-        namespace: default
-      spec:
-        containers:
-        - name: demo
-          image: registry-cn-wulanchabu-vpc.ack.aliyuncs.com/acs/stress:v1.0.4
-          args:
-            - '1000h'
-          command:
-            - sleep
-          resources:
-            limits:
-              cpu: '5'
-              memory: 50Gi
-              alibabacloud.com/gpu-core.percentage: 100
-              alibabacloud.com/gpu-memory.percentage: 100
-            requests:
-              cpu: '5'
-              memory: 50Gi
-              alibabacloud.com/gpu-core.percentage: 10
-              alibabacloud.com/gpu-memory.percentage: 10
-      """;
 
   /**
    * What the mutating webhook makes of a pod (SPEC §3): percentage limits into the annotations,

@@ -326,7 +326,7 @@ class PodSideWebhookTest {
     int start = text.indexOf("```yaml\n", section) + "```yaml\n".length();
     String shown = text.substring(start, text.indexOf("```\n", start));
     String manifest;
-    try (InputStream in = resource("e2e/gpu-share-demo.yaml")) {
+    try (InputStream in = resource("examples/gpu-share-demo.yaml")) {
       manifest = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
     }
     String body = manifest.substring(manifest.indexOf("apiVersion:"));
@@ -426,7 +426,7 @@ class PodSideWebhookTest {
   /** The reference manifest as the API server hands it to admission: defaulted, with its token. */
   private static ObjectNode referencePod() throws IOException {
     ObjectNode pod;
-    try (InputStream in = resource("e2e/gpu-share-demo.yaml")) {
+    try (InputStream in = resource("examples/gpu-share-demo.yaml")) {
       pod = (ObjectNode) Api.JSON.valueToTree(Serialization.unmarshal(in, Pod.class));
     }
     ObjectNode spec = (ObjectNode) pod.get("spec");

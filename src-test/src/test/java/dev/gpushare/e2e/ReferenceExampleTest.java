@@ -245,7 +245,7 @@ class ReferenceExampleTest extends ServerPerClass {
   @Test
   void theReferenceManifestIsAcceptedAsYaml() throws IOException {
     String yaml;
-    try (InputStream in = getClass().getResourceAsStream("/e2e/gpu-share-demo.yaml")) {
+    try (InputStream in = getClass().getResourceAsStream("/examples/gpu-share-demo.yaml")) {
       yaml = new String(in.readAllBytes(), StandardCharsets.UTF_8);
     }
     Api.Resp r = api.post("/v1/pods", yaml, "application/yaml");

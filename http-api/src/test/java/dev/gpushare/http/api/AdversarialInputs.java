@@ -40,7 +40,7 @@ final class AdversarialInputs {
   static final String CORE_LIMIT = "alibabacloud.com/gpu-core-limit";
   static final String MEMORY_LIMIT = "alibabacloud.com/gpu-memory-limit";
 
-  /** The reference pod (examples/gpu-share-demo.yaml), as a tree. */
+  /** The reference pod (deploy/examples/gpu-share-demo.yaml), as a tree. */
   static final ObjectNode REFERENCE_POD = referencePod();
 
   private AdversarialInputs() {}

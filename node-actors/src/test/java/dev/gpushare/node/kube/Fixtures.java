@@ -28,7 +28,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** The reference GPU-HPN node (SPEC §2, examples/node-status-reference.yaml) and its pods. */
+/**
+ * The reference GPU-HPN node (SPEC §2, deploy/examples/node-status-reference.yaml) and its pods.
+ */
 final class Fixtures {
   private Fixtures() {}
 
