@@ -796,11 +796,15 @@ class DocsTest {
 
   /**
    * The repository's files: what git tracks or would track (not ignored) where the root is a
-   * checkout, else every file but build output; text only (no NUL byte).
+   * checkout (has its own .git), else every file but build output and data; text only (no NUL
+   * byte).
    */
   static List<Path> repositoryFiles(Path root) {
     List<String> names = null;
     try {
+      if (!Files.exists(root.resolve(".git"))) {
+        throw new IOException("not a git checkout: " + root);
+      }
       Process git =
           new ProcessBuilder(
                   "git",
@@ -818,7 +822,7 @@ class DocsTest {
         names = List.of(new String(out, StandardCharsets.UTF_8).split("\0"));
       }
     } catch (IOException e) {
-      // no git here: walk the tree
+      // no checkout or no git here: walk the tree
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
