@@ -25,8 +25,7 @@ class RouteTemplatesTest {
     assertEquals("/v1/nodes/{node}", API.of("/v1/nodes/node-1"));
     assertEquals("/v1/nodes/{node}/queue", API.of("/v1/nodes/node-1/queue"));
     assertEquals("/v1/nodes/{node}/gpus/{index}/health", API.of("/v1/nodes/n/gpus/3/health"));
-    assertEquals(
-        "/v1/namespaces/{namespace}/pods/{name}", API.of("/v1/namespaces/default/pods/a"));
+    assertEquals("/v1/namespaces/{namespace}/pods/{name}", API.of("/v1/namespaces/default/pods/a"));
     assertEquals(
         "/v1/namespaces/{namespace}/pods/{name}/watch",
         API.of("/v1/namespaces/default/pods/a/watch"));
