@@ -609,13 +609,9 @@ public record ShareBook(
     }
     String pod = head.get().pod();
     Share limits = limitsOf(pod);
-    List<GpuLoad> loads = loads();
     Checkpoint held = members.get(pod).checkpoint();
-    if (held != null) {
-      // The driver restores a checkpointed process onto the GPU it had (CUDA 12.9): the pod waits
-      // for that GPU.
-      loads = loads.stream().filter(g -> g.index() == held.gpu()).toList();
-    }
+    List<GpuLoad> loads =
+        candidates(loads(), held == null ? OptionalInt.empty() : OptionalInt.of(held.gpu()));
     OptionalInt gpu = choice.choose(loads, limits);
     if (gpu.isPresent()) {
       return Optional.of(new Grant(pod, gpu.getAsInt()));
@@ -633,6 +629,28 @@ public record ShareBook(
                   ? new Preempt(pod, plan.gpu(), plan.victims())
                   : new Suspend(pod, plan.gpu(), plan.victims(), checkpointed);
             });
+  }
+
+  /**
+   * The GPUs a queued pod may be granted: every GPU, or only {@code restoreOn}, the GPU a pod whose
+   * CUDA state is checkpointed had (the driver restores a checkpointed process onto the GPU it had,
+   * CUDA 12.9: the pod waits for that GPU).
+   */
+  public static List<GpuLoad> candidates(List<GpuLoad> loads, OptionalInt restoreOn) {
+    if (restoreOn.isEmpty()) {
+      return loads;
+    }
+    return loads.stream().filter(g -> g.index() == restoreOn.getAsInt()).toList();
+  }
+
+  /**
+   * How many of the {@link #candidates} a share ({@code limits}) fits now ({@link GpuLoad#fits}:
+   * healthy, with room on both resources): the GPUs a grant to the queue's head could take. More
+   * than zero while the head keeps waiting means the arbiter is not granting (the metric {@code
+   * gpushare_queue_head_fitting_gpus}).
+   */
+  public static int fitting(List<GpuLoad> loads, Share limits, OptionalInt restoreOn) {
+    return (int) candidates(loads, restoreOn).stream().filter(g -> g.fits(limits)).count();
   }
 
   /** The pods whose CUDA processes the member is checkpointing now. */

@@ -31,6 +31,7 @@ import dev.gpushare.http.tools.InitSchemaCommand;
 import dev.gpushare.node.GpuSettings;
 import dev.gpushare.node.GpuShareRuntime;
 import dev.gpushare.node.RuntimeSettings;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.cluster.ClusterFormation;
@@ -421,6 +422,10 @@ public final class Main {
                   })
               .toCompletableFuture()
               .get(STARTUP_DEADLINE.toSeconds(), TimeUnit.SECONDS);
+      watchDataDirectory(
+          service,
+          prepared.data(),
+          h2 ? ((JournalSettings.H2) prepared.embedded().journal()) : null);
       KubernetesClient kubeClient = null;
       if (options.kubernetes()) {
         kubeClient = startKubernetesMode(system, service, prepared.embedded());
@@ -524,6 +529,29 @@ public final class Main {
           data,
           String.join(", ", tightened));
     }
+  }
+
+  /**
+   * The data directory in the metrics: its file system's space at each scrape ({@link
+   * DataDirectory#space}, what the journal's free-space check reads) and, for the H2 journal, the
+   * minimum under which it refuses writes, so that an alert can come before the refusal.
+   */
+  private static void watchDataDirectory(
+      GpuShareService service, Path data, JournalSettings.H2 h2) {
+    service
+        .metrics()
+        .dataDirectory(
+            () -> {
+              try {
+                DataDirectory.Space space = DataDirectory.space(data);
+                return Optional.of(new GpuShareMetrics.DiskSpace(space.usable(), space.total()));
+              } catch (IOException | RuntimeException e) {
+                LOG.debug(
+                    "--data {}: its file system's space cannot be read: {}", data, e.toString());
+                return Optional.empty();
+              }
+            },
+            h2 == null ? 0 : h2.minFreeSpace());
   }
 
   /**

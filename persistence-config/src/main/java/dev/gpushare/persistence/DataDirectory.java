@@ -3,6 +3,7 @@ package dev.gpushare.persistence;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -139,6 +140,20 @@ public final class DataDirectory {
     } else {
       Files.createFile(file);
     }
+  }
+
+  /** A file system's size and what of it this process may still use ({@code usable}), bytes. */
+  public record Space(long usable, long total) {}
+
+  /**
+   * The space of the file system {@code dir} is on, read now: what the journal's free-space check
+   * ({@link JournalHealth#watchFreeSpace}) and the metrics ({@code
+   * gpushare_data_directory_available_bytes}) both read. {@code usable} is what this process may
+   * still write (the file system's free space less what it keeps for root).
+   */
+  public static Space space(Path dir) throws IOException {
+    FileStore store = Files.getFileStore(dir);
+    return new Space(store.getUsableSpace(), store.getTotalSpace());
   }
 
   /** {@code mode} as {@code 0644}. */

@@ -1,8 +1,6 @@
 package dev.gpushare.persistence;
 
 import java.io.IOException;
-import java.nio.file.FileStore;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -131,8 +129,8 @@ public final class JournalHealth implements Extension {
   public void watchFreeSpace(Path dataDir, long minFreeBytes) {
     FreeSpace space;
     try {
-      FileStore store = Files.getFileStore(dataDir);
-      space = store::getUsableSpace;
+      DataDirectory.space(dataDir);
+      space = () -> DataDirectory.space(dataDir).usable();
     } catch (IOException e) {
       log.warning(
           "journal: the file system of {} cannot be read ({}); its free space is not watched",

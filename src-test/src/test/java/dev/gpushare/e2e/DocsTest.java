@@ -110,6 +110,13 @@ class DocsTest {
               "kubectl delete mutatingwebhookconfiguration,validatingwebhookconfiguration gpushare",
               "kubectl delete namespace gpushare-system",
               "kubectl delete clusterrolebinding,clusterrole gpushare"),
+          // deploy/monitoring/README.md
+          listed(
+              "MonitoringRulesTest",
+              "kubectl apply -k deploy/monitoring/",
+              "mvn -B -pl src-test -am test -Dtest=MonitoringRulesTest"
+                  + " -Dsurefire.failIfNoSpecifiedTests=false",
+              "cd src-test/target/monitoring && promtool test rules *.test.yaml"),
           // deploy/README.md
           listed("KubernetesModeTest", "curl -s http://127.0.0.1:8080/v1/nodes/<node>; echo"),
           // deploy/README.md "The pod side": the namespace step is checked against namespace.yaml

@@ -42,6 +42,18 @@ class StorageFaultTest {
             + "\n");
   }
 
+  /** The value of the unlabelled metric {@code name} in {@code GET /metrics}. */
+  private static double metric(Api api, String name) {
+    Api.Resp r = api.get("/metrics");
+    assertEquals(200, r.status(), r.body());
+    for (String line : r.body().split("\n")) {
+      if (line.startsWith(name + " ")) {
+        return Double.parseDouble(line.substring(name.length() + 1).strip());
+      }
+    }
+    return fail("no " + name + " in GET /metrics:\n" + r.body());
+  }
+
   @Test
   void belowTheMinimumFreeSpaceWritesAreRefusedAtOnceAndResumeWhenSpaceReturns() throws Exception {
     Path conf = config("\"2 MiB\"");
@@ -56,9 +68,21 @@ class StorageFaultTest {
         api.createPod(sharePod("a", node, 10, 100));
         api.createPod(sharePod("b", node, 10, 100));
         assertRunningOn(api.demand("a"), 0); // acknowledged before the disk fills
+        // The metrics show the data directory's file system and the journal's minimum.
+        assertEquals(1, metric(api, "gpushare_member_ready"));
+        assertEquals(2 * 1024 * 1024, metric(api, "gpushare_data_directory_min_free_bytes"));
+        double size = metric(api, "gpushare_data_directory_size_bytes");
+        assertTrue(size > 7 * 1024 * 1024 && size <= 8 * 1024 * 1024, "size " + size);
+        assertTrue(
+            metric(api, "gpushare_data_directory_available_bytes") > 2 * 1024 * 1024,
+            "available before the fill");
 
         disk.fillLeaving(1024 * 1024); // 1 MiB left: under the minimum, H2 itself still writes
         JsonNode notReady = awaitReadyz(api, 503);
+        // What the low-space and not-ready alerts read (deploy/monitoring).
+        assertEquals(0, metric(api, "gpushare_member_ready"));
+        double available = metric(api, "gpushare_data_directory_available_bytes");
+        assertTrue(available < 2 * 1024 * 1024, "available after the fill: " + available);
         String why = notReady.path("detail").asText();
         assertTrue(why.contains("the journal cannot write"), why);
         assertTrue(why.contains(data.toString()), "names the data directory: " + why);
@@ -72,6 +96,7 @@ class StorageFaultTest {
 
         disk.free();
         awaitReadyz(api, 200);
+        assertEquals(1, metric(api, "gpushare_member_ready"));
         assertRunningOn(api.demand("b"), 1);
         assertRunningOn(api.pod("a"), 0);
         assertTrue(server.isAlive());

@@ -8,8 +8,10 @@ import dev.gpushare.http.server.ConnectionGuard;
 import dev.gpushare.http.server.HttpLimits;
 import dev.gpushare.http.server.Problem;
 import dev.gpushare.http.server.WatchLimits;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.persistence.JournalInspector;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
@@ -61,9 +63,13 @@ public final class HttpApi extends ApiDirectives {
    */
   static final int MIN_BACKLOG = 1024;
 
+  /** The {@code route} label of the HTTP metrics, one per API path. */
+  private static final RouteTemplates ROUTES = RouteTemplates.ofApi();
+
   private final Route routes;
   private final Access access;
   private final HttpLimits limits;
+  private final GpuShareMetrics metrics;
 
   /**
    * The API without access control ({@link Access#NONE}): for the routes' own tests.
@@ -99,6 +105,7 @@ public final class HttpApi extends ApiDirectives {
       HttpLimits limits) {
     this.access = access;
     this.limits = limits;
+    this.metrics = service.metrics();
     WatchLimits watches = WatchLimits.of(limits);
     this.routes =
         concat(
@@ -114,13 +121,42 @@ public final class HttpApi extends ApiDirectives {
             new dev.gpushare.http.extender.SchedulerExtenderRoutes(service).route());
   }
 
-  /** The routes with the error policy applied: every request gets a response from here. */
+  /**
+   * The routes with the error policy applied: every request gets a response from here, and is
+   * counted in the HTTP metrics ({@link GpuShareMetrics#httpRequest}) when its response starts.
+   */
   public Route route() {
-    return handleExceptions(
-        ExceptionHandler.newBuilder()
-            .matchAny(failure -> complete(Problem.of(failure).toResponse()))
-            .build(),
-        () -> handleRejections(rejectionHandler(), () -> authorized(routes)));
+    return measured(
+        () ->
+            handleExceptions(
+                ExceptionHandler.newBuilder()
+                    .matchAny(failure -> complete(Problem.of(failure).toResponse()))
+                    .build(),
+                () -> handleRejections(rejectionHandler(), () -> authorized(routes))));
+  }
+
+  /**
+   * {@code inner}, with each response counted by method, route template and status, and timed from
+   * the request's arrival to the response's start: the response's head, so a watch stream counts
+   * once when it opens, however long it then runs.
+   */
+  private Route measured(java.util.function.Supplier<Route> inner) {
+    return extractRequest(
+        request -> {
+          long start = System.nanoTime();
+          String method = request.method().name();
+          String route = ROUTES.of(request.getUri().path());
+          return mapResponse(
+              response -> {
+                metrics.httpRequest(
+                    method,
+                    route,
+                    response.status().intValue(),
+                    Duration.ofNanos(System.nanoTime() - start));
+                return response;
+              },
+              inner);
+        });
   }
 
   /**

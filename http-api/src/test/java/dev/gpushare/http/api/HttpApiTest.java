@@ -115,6 +115,72 @@ class HttpApiTest {
     assertEquals("counter", m.types.get("gpushare_journal_errors_total"));
   }
 
+  @Test
+  void memberReadyFollowsReadyz() throws Exception {
+    ExpositionText m = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+    assertEquals(1, m.value("gpushare_member_ready"));
+    SERVICE.ready = false;
+    assertEquals(503, send("GET", "/readyz", null, null).statusCode());
+    m = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+    assertEquals(0, m.value("gpushare_member_ready"));
+  }
+
+  @Test
+  void requestsAreCountedByMethodRouteTemplateAndCode() throws Exception {
+    SERVICE.pods.put("default/a", FakeGpuShareService.pod("default", "a", "node-1", "Running"));
+    String pod = "/v1/namespaces/{namespace}/pods/{name}";
+    ExpositionText before = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+    assertEquals(200, send("GET", "/v1/namespaces/default/pods/a", null, null).statusCode());
+    assertEquals(404, send("GET", "/v1/namespaces/default/pods/nobody", null, null).statusCode());
+    assertEquals(404, send("GET", "/no/such/path/x1", null, null).statusCode());
+    assertEquals(404, send("GET", "/no/such/path/x2", null, null).statusCode());
+    assertEquals(405, send("DELETE", "/healthz", null, null).statusCode());
+    ExpositionText after = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+
+    assertEquals(1, delta(before, after, "GET", pod, "200"));
+    assertEquals(1, delta(before, after, "GET", pod, "404"));
+    // Unknown paths share one bounded label; a wrong method keeps its path's template.
+    assertEquals(2, delta(before, after, "GET", "other", "404"));
+    assertEquals(1, delta(before, after, "DELETE", "/healthz", "405"));
+    assertTrue(after.find("gpushare_http_requests_total", "route", "/no/such/path/x1").isEmpty());
+    // The scrape before this one was counted too, with the histogram beside the counter.
+    assertTrue(
+        after.value(
+                "gpushare_http_requests_total", "method", "GET", "route", "/metrics", "code", "200")
+            >= 1);
+    assertTrue(
+        after.value("gpushare_http_request_duration_seconds_count", "method", "GET", "route", pod)
+            >= 2);
+    assertEquals("histogram", after.types.get("gpushare_http_request_duration_seconds"));
+  }
+
+  @Test
+  void aWatchStreamIsCountedWhenItOpens() throws Exception {
+    ExpositionText before = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+    HttpRequest request = HttpRequest.newBuilder(uri("/v1/watch")).GET().build();
+    HttpResponse<InputStream> stream =
+        client
+            .sendAsync(request, BodyHandlers.ofInputStream())
+            .get(10, java.util.concurrent.TimeUnit.SECONDS);
+    try {
+      assertEquals(200, stream.statusCode());
+      ExpositionText after = ExpositionText.parse(send("GET", "/metrics", null, null).body());
+      assertEquals(1, delta(before, after, "GET", "/v1/watch", "200"));
+    } finally {
+      stream.body().close();
+    }
+  }
+
+  private static double delta(
+      ExpositionText before, ExpositionText after, String method, String route, String code) {
+    String[] labels = {"method", method, "route", route, "code", code};
+    double was =
+        before.has("gpushare_http_requests_total", labels)
+            ? before.value("gpushare_http_requests_total", labels)
+            : 0;
+    return after.value("gpushare_http_requests_total", labels) - was;
+  }
+
   // ---- generic errors ----
 
   @Test

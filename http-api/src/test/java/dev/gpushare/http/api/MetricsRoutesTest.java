@@ -4,15 +4,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.arbiter.NodeStatus;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.QosConfig;
 import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.node.api.GpuShareMetrics;
+import dev.gpushare.node.api.Views.CheckpointView;
 import dev.gpushare.node.api.Views.ComputeLimitMode;
 import dev.gpushare.node.api.Views.ComputeLimitView;
 import dev.gpushare.node.api.Views.GpuRef;
+import dev.gpushare.node.api.Views.GpuView;
+import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.QueueEntryView;
+import dev.gpushare.node.api.Views.ShareView;
 import dev.gpushare.node.api.Views.UsageView;
 import dev.gpushare.node.fake.FakeGpuShareService;
 import java.nio.charset.StandardCharsets;
@@ -20,12 +27,14 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class MetricsRoutesTest {
 
   static String text(GpuShareMetrics metrics, List<NodeView> nodes, List<PodView> pods) {
-    return new String(MetricsRoutes.render(metrics.scrape(nodes, pods)), StandardCharsets.UTF_8);
+    return new String(
+        MetricsRoutes.render(metrics.scrape(nodes, pods, true)), StandardCharsets.UTF_8);
   }
 
   static String text(List<NodeView> nodes, List<PodView> pods) {
@@ -242,6 +251,9 @@ class MetricsRoutesTest {
     PodKey fresh = new PodKey("default", "new", "u2");
     metrics.preempted("node-1", fresh, List.of(old));
     metrics.journalFailed("node-1", "persist", new RuntimeException("disk full"));
+    metrics.kubernetesWriterStarted();
+    metrics.kubernetesWrite("pod");
+    metrics.kubernetesWrite("pod");
     metrics.kubernetesWriteError("pod", "retry");
     ExpositionText m = ExpositionText.parse(text(metrics, List.of(), List.of()));
 
@@ -286,6 +298,8 @@ class MetricsRoutesTest {
         1, m.value("gpushare_kubernetes_write_errors_total", "kind", "pod", "reason", "retry"));
     assertEquals(
         0, m.value("gpushare_kubernetes_write_errors_total", "kind", "node", "reason", "rejected"));
+    assertEquals(2, m.value("gpushare_kubernetes_writes_total", "kind", "pod"));
+    assertEquals(0, m.value("gpushare_kubernetes_writes_total", "kind", "event"));
     assertTrue(m.find("gpushare_decisions_total_created").isEmpty());
 
     // A deleted pod's preemption series go with it.
@@ -293,6 +307,177 @@ class MetricsRoutesTest {
     m = ExpositionText.parse(text(metrics, List.of(), List.of()));
     assertTrue(m.find("gpushare_pod_preemptions_total", "pod", "old").isEmpty());
     assertEquals(1, m.find("gpushare_pod_preemptions_total", "pod", "new").size());
+  }
+
+  @Test
+  void kubernetesSeriesAppearWithTheWriterJournalSeriesAtOnce() {
+    GpuShareMetrics metrics = new GpuShareMetrics();
+    ExpositionText m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertTrue(m.find("gpushare_kubernetes_writes_total").isEmpty());
+    assertTrue(m.find("gpushare_kubernetes_write_errors_total").isEmpty());
+    for (String operation : GpuShareMetrics.JOURNAL_OPERATIONS) {
+      assertEquals(
+          0,
+          m.value(
+              "gpushare_journal_errors_total", "entity", "NodeArbiter", "operation", operation));
+    }
+    metrics.kubernetesWriterStarted();
+    m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertEquals(3, m.find("gpushare_kubernetes_writes_total").size());
+    assertEquals(12, m.find("gpushare_kubernetes_write_errors_total").size());
+  }
+
+  @Test
+  void theQueueHeadsWaitAndTheGpusItFitsByTheArbitersRule() {
+    // GPU 0 empty, GPU 1 holds 50/50, GPU 2 is empty but unhealthy.
+    List<GpuView> gpus =
+        List.of(
+            new GpuView(0, "GPU-0", "H800", 81559, Health.HEALTHY, new ShareView(0, 0), List.of()),
+            new GpuView(
+                1, "GPU-1", "H800", 81559, Health.HEALTHY, new ShareView(50, 50), List.of("x/y")),
+            new GpuView(
+                2, "GPU-2", "H800", 81559, Health.UNHEALTHY, new ShareView(0, 0), List.of()));
+    NodeView half =
+        node("half", gpus, new QueueEntryView("default/h", 1, 42, new ShareView(50, 50)));
+    NodeView whole =
+        node("whole", gpus, new QueueEntryView("default/w", 1, 7, new ShareView(100, 100)));
+    NodeView memory =
+        node("memory", gpus, new QueueEntryView("default/m", 1, 9, new ShareView(10, 60)));
+    NodeView held =
+        node("held", gpus, new QueueEntryView("default/c", 1, 5, new ShareView(50, 50)));
+    NodeView empty = node("empty", gpus, null);
+    // The head of node held had its CUDA state checkpointed on GPU 1: it waits for that GPU.
+    PodView checkpointed =
+        new PodView(
+            "default",
+            "c",
+            "uid-c",
+            "held",
+            SharePolicy.SHARE_POOL,
+            PodState.READY,
+            new ShareView(50, 50),
+            new ShareView(50, 50),
+            null,
+            1,
+            5L,
+            null,
+            List.of(),
+            List.of(),
+            null,
+            null,
+            new CheckpointView("held", 1, 1024, Instant.parse("2026-01-01T00:00:00Z")));
+    ExpositionText m =
+        ExpositionText.parse(
+            text(List.of(half, whole, memory, held, empty), List.of(checkpointed)));
+    assertEquals(42, m.value("gpushare_queue_head_waiting_seconds", "node", "half"));
+    assertEquals(2, m.value("gpushare_queue_head_fitting_gpus", "node", "half"));
+    assertEquals(1, m.value("gpushare_queue_head_fitting_gpus", "node", "whole"));
+    assertEquals(1, m.value("gpushare_queue_head_fitting_gpus", "node", "memory"));
+    assertEquals(1, m.value("gpushare_queue_head_fitting_gpus", "node", "held"));
+    assertEquals(0, m.value("gpushare_queue_head_waiting_seconds", "node", "empty"));
+    assertEquals(0, m.value("gpushare_queue_head_fitting_gpus", "node", "empty"));
+    assertEquals(0, m.value("gpushare_queue_length", "node", "empty"));
+
+    // Checkpointed on GPU 1, which holds 50/50: a 100/100 head would fit GPU 0 but not GPU 1.
+    PodView wholeCheckpointed =
+        new PodView(
+            "default",
+            "w",
+            "uid-w",
+            "whole",
+            SharePolicy.SHARE_POOL,
+            PodState.READY,
+            new ShareView(100, 100),
+            new ShareView(100, 100),
+            null,
+            1,
+            7L,
+            null,
+            List.of(),
+            List.of(),
+            null,
+            null,
+            new CheckpointView("held", 1, 1024, Instant.parse("2026-01-01T00:00:00Z")));
+    m = ExpositionText.parse(text(List.of(whole), List.of(wholeCheckpointed)));
+    assertEquals(0, m.value("gpushare_queue_head_fitting_gpus", "node", "whole"));
+  }
+
+  @Test
+  void theMembersReadinessAndDataDirectory() {
+    GpuShareMetrics metrics = new GpuShareMetrics();
+    ExpositionText m =
+        ExpositionText.parse(
+            new String(
+                MetricsRoutes.render(metrics.scrape(List.of(), List.of(), false)),
+                StandardCharsets.UTF_8));
+    assertEquals(0, m.value("gpushare_member_ready"));
+    // No data directory given: none of its series.
+    assertTrue(m.find("gpushare_data_directory_available_bytes").isEmpty());
+
+    metrics.dataDirectory(
+        () -> Optional.of(new GpuShareMetrics.DiskSpace(3_000_000, 64_000_000)), 16_777_216);
+    m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertEquals(1, m.value("gpushare_member_ready"));
+    assertEquals(3_000_000, m.value("gpushare_data_directory_available_bytes"));
+    assertEquals(64_000_000, m.value("gpushare_data_directory_size_bytes"));
+    assertEquals(16_777_216, m.value("gpushare_data_directory_min_free_bytes"));
+
+    // No minimum (the PostgreSQL journal, or min-free-space = 0); a file system that cannot be
+    // read.
+    metrics.dataDirectory(Optional::empty, 0);
+    m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertTrue(m.find("gpushare_data_directory_available_bytes").isEmpty());
+    assertTrue(m.find("gpushare_data_directory_size_bytes").isEmpty());
+    assertTrue(m.find("gpushare_data_directory_min_free_bytes").isEmpty());
+  }
+
+  @Test
+  void httpRequestsHaveBoundedLabels() {
+    GpuShareMetrics metrics = new GpuShareMetrics();
+    metrics.httpRequest("GET", "/metrics", 200, Duration.ofMillis(2));
+    metrics.httpRequest("BREW", "other", 501, Duration.ofMillis(1));
+    ExpositionText m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertEquals(
+        1,
+        m.value(
+            "gpushare_http_requests_total", "method", "GET", "route", "/metrics", "code", "200"));
+    assertEquals(
+        1,
+        m.value(
+            "gpushare_http_requests_total", "method", "other", "route", "other", "code", "501"));
+    assertEquals(
+        1,
+        m.value(
+            "gpushare_http_request_duration_seconds_bucket",
+            "method",
+            "GET",
+            "route",
+            "/metrics",
+            "le",
+            "0.0025"));
+    assertEquals(
+        0,
+        m.value(
+            "gpushare_http_request_duration_seconds_bucket",
+            "method",
+            "GET",
+            "route",
+            "/metrics",
+            "le",
+            "0.001"));
+  }
+
+  private static NodeView node(String name, List<GpuView> gpus, QueueEntryView head) {
+    return new NodeView(
+        name,
+        Map.of(),
+        Map.of(),
+        SharePolicy.SHARE_POOL,
+        QosConfig.DEFAULT,
+        new NodeStatus(Map.of(), Map.of(), List.of()),
+        gpus,
+        head == null ? List.of() : List.of(head),
+        List.of());
   }
 
   @Test

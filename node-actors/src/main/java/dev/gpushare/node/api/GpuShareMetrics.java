@@ -1,12 +1,16 @@
 package dev.gpushare.node.api;
 
+import dev.gpushare.arbiter.GpuLoad;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodState;
+import dev.gpushare.arbiter.Share;
+import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.actor.ArbiterMetrics;
 import dev.gpushare.node.api.Views.GpuView;
 import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.api.Views.QueueEntryView;
 import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -25,9 +29,13 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -79,6 +87,18 @@ public final class GpuShareMetrics implements ArbiterMetrics {
   public static final List<String> KUBERNETES_REASONS =
       List.of("rejected", "retry", "conflict", "error");
 
+  /** The HTTP methods of {@link #httpRequest}; any other is counted as {@code other}. */
+  public static final List<String> HTTP_METHODS =
+      List.of("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS");
+
+  /**
+   * HTTP latency buckets, seconds: most answers take milliseconds, a grant long poll up to its
+   * timeout (300 s at most).
+   */
+  static final double[] HTTP_BUCKETS = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300
+  };
+
   /** Round latency buckets, seconds: a round persists a few events and asks a few actors. */
   static final double[] DURATION_BUCKETS = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30
@@ -90,7 +110,11 @@ public final class GpuShareMetrics implements ArbiterMetrics {
   private final Counter podPreemptions;
   private final Counter journalErrors;
   private final Counter kubernetesWriteErrors;
+  private final Counter kubernetesWrites;
+  private final Counter httpRequests;
+  private final Histogram httpDuration;
   private final Set<String> nodesSeen = ConcurrentHashMap.newKeySet();
+  private volatile DataDirectoryGauges dataDirectory;
 
   public GpuShareMetrics() {
     decisions =
@@ -140,13 +164,37 @@ public final class GpuShareMetrics implements ArbiterMetrics {
                     + " write; read again), error (anything else).")
             .labelNames("kind", "reason")
             .register(registry);
+    kubernetesWrites =
+        Counter.builder()
+            .name("gpushare_kubernetes_writes_total")
+            .help(
+                "Writes the Kubernetes writer attempted against the API server, by object kind"
+                    + " (node, pod, event); each retry counts again. With"
+                    + " gpushare_kubernetes_write_errors_total, the share that failed.")
+            .labelNames("kind")
+            .register(registry);
+    httpRequests =
+        Counter.builder()
+            .name("gpushare_http_requests_total")
+            .help(
+                "Requests the HTTP API answered, by method, route (the path's template, e.g."
+                    + " /v1/namespaces/{namespace}/pods/{name}; other for paths the API does not"
+                    + " have) and status code; counted when the response starts (a watch stream"
+                    + " when its stream opens).")
+            .labelNames("method", "route", "code")
+            .register(registry);
+    httpDuration =
+        Histogram.builder()
+            .name("gpushare_http_request_duration_seconds")
+            .help(
+                "Time from a request's arrival to the start of its response, by method and route"
+                    + " (a long poll's wait included; a watch stream up to its opening).")
+            .labelNames("method", "route")
+            .classicOnly()
+            .classicUpperBounds(HTTP_BUCKETS)
+            .register(registry);
     for (String operation : JOURNAL_OPERATIONS) {
       journalErrors.initLabelValues(ARBITER_ENTITY, operation);
-    }
-    for (String kind : KUBERNETES_KINDS) {
-      for (String reason : KUBERNETES_REASONS) {
-        kubernetesWriteErrors.initLabelValues(kind, reason);
-      }
     }
   }
 
@@ -195,10 +243,53 @@ public final class GpuShareMetrics implements ArbiterMetrics {
     journalErrors.labelValues(entity, operation).inc();
   }
 
+  /**
+   * The Kubernetes writer exists on this member: its write and error series start at zero for every
+   * object kind and reason, so that rates and {@code increase} work from its first write.
+   */
+  public void kubernetesWriterStarted() {
+    for (String kind : KUBERNETES_KINDS) {
+      kubernetesWrites.initLabelValues(kind);
+      for (String reason : KUBERNETES_REASONS) {
+        kubernetesWriteErrors.initLabelValues(kind, reason);
+      }
+    }
+  }
+
+  /** The Kubernetes writer sends a write of an object of {@code kind} (node, pod, event). */
+  public void kubernetesWrite(String kind) {
+    kubernetesWrites.labelValues(kind).inc();
+  }
+
   /** A write to the API server failed: {@code kind} and {@code reason} as in the metric's help. */
   public void kubernetesWriteError(String kind, String reason) {
     kubernetesWriteErrors.labelValues(kind, reason).inc();
   }
+
+  /**
+   * The HTTP API answered a request: {@code route} is a bounded template ({@code other} for paths
+   * the API does not have), {@code elapsed} the time to the response's start. A method outside
+   * {@link #HTTP_METHODS} is counted as {@code other}, so that no client can grow the label set.
+   */
+  public void httpRequest(String method, String route, int code, Duration elapsed) {
+    String m = HTTP_METHODS.contains(method) ? method : "other";
+    httpRequests.labelValues(m, route, Integer.toString(code)).inc();
+    httpDuration.labelValues(m, route).observe(elapsed.toNanos() / 1e9);
+  }
+
+  /** The size of a file system, and what of it this process may still use. */
+  public record DiskSpace(long availableBytes, long sizeBytes) {}
+
+  /**
+   * The process's data directory, shown at each scrape: {@code space} reads its file system's space
+   * (empty when it cannot be read: no series then), {@code minFreeBytes} is the free space under
+   * which the journal refuses writes ({@code 0}: no such minimum, no series).
+   */
+  public void dataDirectory(Supplier<Optional<DiskSpace>> space, long minFreeBytes) {
+    this.dataDirectory = new DataDirectoryGauges(space, minFreeBytes);
+  }
+
+  private record DataDirectoryGauges(Supplier<Optional<DiskSpace>> space, long minFreeBytes) {}
 
   /** A node's decision series start at zero, so that rates work from its first decision. */
   private void seen(String node) {
@@ -211,12 +302,57 @@ public final class GpuShareMetrics implements ArbiterMetrics {
 
   // ---- a scrape ----
 
-  /** Everything {@code GET /metrics} shows: the state of these views, then the event metrics. */
-  public MetricSnapshots scrape(List<NodeView> nodes, List<PodView> pods) {
+  /**
+   * Everything {@code GET /metrics} shows: this member's readiness ({@code ready}: whether {@code
+   * /readyz} answers 200) and data directory, the state of these views, then the event metrics.
+   */
+  public MetricSnapshots scrape(List<NodeView> nodes, List<PodView> pods, boolean ready) {
     MetricSnapshots.Builder all = MetricSnapshots.builder();
+    member(ready).forEach(all::metricSnapshot);
     state(nodes, pods).forEach(all::metricSnapshot);
     registry.scrape().forEach(all::metricSnapshot);
     return all.build();
+  }
+
+  /** The member's own gauges: readiness, and its data directory's space where it has one. */
+  private List<MetricSnapshot> member(boolean ready) {
+    List<MetricSnapshot> out = new ArrayList<>();
+    out.add(
+        gauge(
+                "gpushare_member_ready",
+                "1 while this member's /readyz answers 200 (recovered, reconciled, the journal"
+                    + " writes), else 0.")
+            .dataPoint(point(Labels.EMPTY, ready ? 1 : 0))
+            .build());
+    DataDirectoryGauges dir = dataDirectory;
+    if (dir == null) {
+      return out;
+    }
+    Optional<DiskSpace> space = dir.space().get();
+    if (space.isPresent()) {
+      out.add(
+          gauge(
+                  "gpushare_data_directory_available_bytes",
+                  "Bytes of the data directory's file system this process may still use.")
+              .dataPoint(point(Labels.EMPTY, space.get().availableBytes()))
+              .build());
+      out.add(
+          gauge(
+                  "gpushare_data_directory_size_bytes",
+                  "Size of the data directory's file system, bytes.")
+              .dataPoint(point(Labels.EMPTY, space.get().sizeBytes()))
+              .build());
+    }
+    if (dir.minFreeBytes() > 0) {
+      out.add(
+          gauge(
+                  "gpushare_data_directory_min_free_bytes",
+                  "The free space under which the H2 journal refuses writes"
+                      + " (gpushare.journal.min-free-space).")
+              .dataPoint(point(Labels.EMPTY, dir.minFreeBytes()))
+              .build());
+    }
+    return out;
   }
 
   /** The state gauges of these node and pod views (sorted, so equal input gives equal output). */
@@ -233,10 +369,32 @@ public final class GpuShareMetrics implements ArbiterMetrics {
     // ---- per node ----
     GaugeSnapshot.Builder queue =
         gauge("gpushare_queue_length", "Pods waiting in the node's ready queue.");
+    GaugeSnapshot.Builder headWaiting =
+        gauge(
+            "gpushare_queue_head_waiting_seconds",
+            "Seconds the head of the node's ready queue has been waiting; 0 when the queue is"
+                + " empty.");
+    GaugeSnapshot.Builder headFitting =
+        gauge(
+            "gpushare_queue_head_fitting_gpus",
+            "Healthy GPUs of the node with room now for the share of its ready queue's head (the"
+                + " arbiter's fit rule); 0 when the queue is empty.");
+    Map<String, PodView> byRef =
+        sortedPods.stream()
+            .collect(
+                java.util.stream.Collectors.toMap(
+                    p -> p.namespace() + "/" + p.name(), Function.identity(), (a, b) -> a));
     for (NodeView node : sortedNodes) {
-      queue.dataPoint(point(Labels.of("node", node.name()), listOf(node.queue()).size()));
+      Labels labels = Labels.of("node", node.name());
+      List<QueueEntryView> entries = listOf(node.queue());
+      queue.dataPoint(point(labels, entries.size()));
+      QueueEntryView head = entries.isEmpty() ? null : entries.get(0);
+      headWaiting.dataPoint(point(labels, head == null ? 0 : head.waitingSeconds()));
+      headFitting.dataPoint(point(labels, head == null ? 0 : fitting(node, head, byRef)));
     }
     out.add(queue.build());
+    out.add(headWaiting.build());
+    out.add(headFitting.build());
 
     out.add(
         gpuGauge(
@@ -413,6 +571,35 @@ public final class GpuShareMetrics implements ArbiterMetrics {
     out.add(measured.build());
     out.add(held.build());
     return out;
+  }
+
+  /**
+   * How many of {@code node}'s GPUs the queue's {@code head} fits now, by the arbiter's own rule
+   * ({@link ShareBook#fitting}) over the GPUs as the node view shows them: health and the shares in
+   * use. A head whose CUDA state is checkpointed waits for the GPU it had.
+   */
+  private static int fitting(NodeView node, QueueEntryView head, Map<String, PodView> pods) {
+    if (head.limits() == null) {
+      return 0;
+    }
+    List<GpuLoad> loads =
+        listOf(node.gpus()).stream()
+            .map(
+                g ->
+                    new GpuLoad(
+                        g.index(),
+                        g.health() == Health.HEALTHY,
+                        g.inUse() == null
+                            ? Map.of()
+                            : Map.of("in-use", new Share(g.inUse().core(), g.inUse().memory()))))
+            .toList();
+    PodView pod = pods.get(head.pod());
+    OptionalInt restoreOn =
+        pod == null || pod.checkpoint() == null
+            ? OptionalInt.empty()
+            : OptionalInt.of(pod.checkpoint().gpu());
+    return ShareBook.fitting(
+        loads, new Share(head.limits().core(), head.limits().memory()), restoreOn);
   }
 
   private static GaugeSnapshot gpuGauge(

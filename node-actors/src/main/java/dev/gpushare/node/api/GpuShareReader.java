@@ -69,11 +69,14 @@ public interface GpuShareReader {
   GpuShareMetrics metrics();
 
   /**
-   * Everything {@code GET /metrics} shows, as of now: the state gauges computed from {@link
+   * Everything {@code GET /metrics} shows, as of now: this member's readiness (from {@link
+   * #notReady()}, the rule {@code GET /readyz} answers by), the state gauges computed from {@link
    * #nodes()} and {@link #pods(Optional)}, then the event metrics of {@link #metrics()}.
    */
   default CompletionStage<MetricSnapshots> scrapeMetrics() {
-    return nodes().thenCombine(pods(Optional.empty()), (n, p) -> metrics().scrape(n, p));
+    return nodes()
+        .thenCombine(
+            pods(Optional.empty()), (n, p) -> metrics().scrape(n, p, notReady().isEmpty()));
   }
 
   /**

@@ -150,6 +150,7 @@ public final class KubeWriter implements AutoCloseable {
     this.client = client;
     this.service = service;
     this.metrics = service.metrics();
+    metrics.kubernetesWriterStarted();
     this.settings = settings;
     this.bucket = new TokenBucket(settings.qps(), settings.burst(), nanoTime);
     this.backoff = new Backoff(INITIAL_BACKOFF, settings.maxBackoff(), jitter);
@@ -582,7 +583,7 @@ public final class KubeWriter implements AutoCloseable {
    */
   private <T> T write(String kind, String what, Supplier<T> request) {
     try {
-      return call(what, request);
+      return call(what, request, () -> metrics.kubernetesWrite(kind));
     } catch (Rejected r) {
       metrics.kubernetesWriteError(kind, "rejected");
       LOG.warn("{}; dropped until the next change", r.getMessage());
@@ -605,6 +606,11 @@ public final class KubeWriter implements AutoCloseable {
   }
 
   private <T> T call(String what, Supplier<T> request) {
+    return call(what, request, () -> {});
+  }
+
+  /** {@code request} once the rate limit lets it go; {@code sent} is told just before it goes. */
+  private <T> T call(String what, Supplier<T> request, Runnable sent) {
     long wait = bucket.reserve();
     if (wait > 0) {
       try {
@@ -615,6 +621,7 @@ public final class KubeWriter implements AutoCloseable {
       }
     }
     requests.incrementAndGet();
+    sent.run();
     try {
       return request.get();
     } catch (KubernetesClientException e) {
