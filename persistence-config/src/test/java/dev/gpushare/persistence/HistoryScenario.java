@@ -166,8 +166,7 @@ final class HistoryScenario {
 
   private void write(String persistenceId, String recordTag, JsonSerializable event) {
     ActorRef<Journaled.Append> entity =
-        entities.computeIfAbsent(
-            persistenceId, id -> kit.spawn(Journaled.create(id, recordTag)));
+        entities.computeIfAbsent(persistenceId, id -> kit.spawn(Journaled.create(id, recordTag)));
     TestProbe<Done> probe = kit.createTestProbe();
     entity.tell(new Journaled.Append(event, probe.ref()));
     probe.receiveMessage(JournalTestKits.TIMEOUT);
@@ -186,7 +185,9 @@ final class HistoryScenario {
   }
 
   private static String text(HistoryEntry e) {
-    return e.event().has("what") ? e.event().path("what").asText() : e.event().path("text").asText();
+    return e.event().has("what")
+        ? e.event().path("what").asText()
+        : e.event().path("text").asText();
   }
 
   private static void assertIncreasing(List<HistoryEntry> items) {
@@ -198,8 +199,7 @@ final class HistoryScenario {
   private static void assertInvalid(CompletionStage<?> stage, String naming) {
     ExecutionException e =
         assertThrows(
-            ExecutionException.class,
-            () -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS));
+            ExecutionException.class, () -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS));
     assertInstanceOf(IllegalArgumentException.class, e.getCause());
     assertTrue(e.getCause().getMessage().startsWith(naming), e.getCause().getMessage());
   }

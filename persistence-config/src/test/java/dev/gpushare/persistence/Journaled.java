@@ -14,13 +14,12 @@ import org.apache.pekko.persistence.typed.javadsl.EventSourcedBehaviorWithEnforc
 
 /**
  * An entity of any persistence id that journals what it is told, tagged as the product tags: a
- * {@link Decision} with the history tag of each pod it names (as the node's arbiter), a {@link Note}
- * with its record's pod's tag when the entity is {@code tagged} (as a pod's own record), nothing
- * else (an index, or a journal written before tags).
+ * {@link Decision} with the history tag of each pod it names (as the node's arbiter), a {@link
+ * Note} with its record's pod's tag when the entity is {@code tagged} (as a pod's own record),
+ * nothing else (an index, or a journal written before tags).
  */
 final class Journaled
-    extends EventSourcedBehaviorWithEnforcedReplies<
-        Journaled.Append, JsonSerializable, Integer> {
+    extends EventSourcedBehaviorWithEnforcedReplies<Journaled.Append, JsonSerializable, Integer> {
 
   record Append(JsonSerializable event, ActorRef<Done> replyTo) implements JsonSerializable {}
 

@@ -364,8 +364,8 @@ public final class NodeArbiter
   }
 
   /**
-   * Each event about pods carries the history tag of every pod it concerns ({@link HistoryTags}):
-   * a preemption its victims' and its preemptor's, a suspension its pods' and the preemptor's. The
+   * Each event about pods carries the history tag of every pod it concerns ({@link HistoryTags}): a
+   * preemption its victims' and its preemptor's, a suspension its pods' and the preemptor's. The
    * GPUs and the policy in force concern no one pod and carry none. Tags are not part of the
    * payload.
    */
