@@ -1,5 +1,7 @@
 package dev.gpushare.persistence;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import java.nio.file.Path;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.junit.jupiter.api.Test;
@@ -16,6 +18,10 @@ class HistoryQueryTest {
       throws Exception {
     ActorTestKit kit = JournalTestKits.embedded("history", dataDir);
     try {
+      assertEquals(
+          H2CheckpointingJournalDao.class.getName(),
+          kit.system().settings().config().getString("jdbc-journal.dao"),
+          "the product's DAO writes the events and their tags");
       SchemaSetup.ensure(kit.system()).toCompletableFuture().get();
       new HistoryScenario(kit).run();
     } finally {
