@@ -34,8 +34,8 @@ import picocli.CommandLine.Spec;
     versionProvider = GpushareCli.Version.class,
     sortOptions = false,
     description = {
-      "The gpushare arbiter from the command line: nodes, ready queues, pods, the journal, and a"
-          + " pod's workload (run).",
+      "The gpushare arbiter from the command line: nodes, ready queues, pods, a pod's history,"
+          + " the journal, and a pod's workload (run).",
     },
     subcommands = {
       ViewCommands.Nodes.class,
@@ -43,6 +43,7 @@ import picocli.CommandLine.Spec;
       ViewCommands.Queue.class,
       ViewCommands.Pods.class,
       ViewCommands.Pod.class,
+      ViewCommands.History.class,
       ViewCommands.Journal.class,
       ViewCommands.Demand.class,
       ViewCommands.Release.class,

@@ -1,6 +1,8 @@
 package dev.gpushare.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -206,6 +208,129 @@ final class Printers {
               e.path("event").toString()));
     }
     return out.toString();
+  }
+
+  /**
+   * {@code GET /v1/namespaces/{ns}/pods/{name}/history}: TIME ENTITY EVENT SUMMARY, oldest first.
+   * ENTITY is {@code arbiter NODE} for a decision, {@code pod UID} for the pod's own record; EVENT
+   * the event's type without its entity; SUMMARY what it says, in words ({@link #summary}).
+   */
+  static String history(PodRef pod, JsonNode items) {
+    Table t = new Table("TIME", "ENTITY", "EVENT", "SUMMARY");
+    for (JsonNode e : items) {
+      String type = e.path("type").asText();
+      t.row(
+          text(e, "timestamp"),
+          entity(e.path("persistenceId").asText()),
+          type.substring(type.lastIndexOf('.') + 1),
+          summary(pod, type, e.path("event")));
+    }
+    return t.isEmpty() ? "No history for pod " + pod + ".\n" : t.render();
+  }
+
+  /** {@code NodeArbiter|n1} as {@code arbiter n1}, {@code Pod|ns/name/uid} as {@code pod uid}. */
+  static String entity(String persistenceId) {
+    int bar = persistenceId.indexOf('|');
+    if (bar < 0) {
+      return persistenceId;
+    }
+    String kind = persistenceId.substring(0, bar);
+    String id = persistenceId.substring(bar + 1);
+    if (kind.equals("NodeArbiter")) {
+      return "arbiter " + id;
+    }
+    if (kind.equals("Pod")) {
+      return "pod " + id.substring(id.lastIndexOf('/') + 1);
+    }
+    return persistenceId;
+  }
+
+  /** What one event of a pod's history says, in a few words; compact JSON for an unknown type. */
+  static String summary(PodRef pod, String type, JsonNode e) {
+    String gpu = "GPU " + e.path("gpu").asText();
+    switch (type) {
+      case "NodeArbiter.PodAdded":
+        return "bound to the node (uid " + e.path("key").path("uid").asText() + ")";
+      case "NodeArbiter.PodRemoved":
+        return "removed from the node";
+      case "NodeArbiter.Enqueued":
+        return "entered the ready queue";
+      case "NodeArbiter.Withdrawn":
+        return "left the ready queue (demand withdrawn)";
+      case "NodeArbiter.Granted":
+        return "granted " + gpu;
+      case "NodeArbiter.Released":
+        {
+          String reason = text(e, "reason");
+          String message = text(e.path("note"), "message");
+          return (reason == null ? "released its GPU" : "GPU taken back (" + reason + ")")
+              + (message == null ? "" : ": " + message);
+        }
+      case "NodeArbiter.Preempted":
+        {
+          List<String> victims = new ArrayList<>();
+          e.path("victims").forEach(v -> victims.add(ref(v.asText())));
+          String by = ref(e.path("by").asText());
+          return by.equals(pod.toString())
+              ? "preempted " + String.join(", ", victims) + " on " + gpu
+              : "preempted on " + gpu + " by " + by;
+        }
+      case "NodeArbiter.Pinned":
+        return "pinned to " + gpu;
+      case "NodeArbiter.PinDeferred":
+        return "pin deferred: " + e.path("message").asText();
+      case "NodeArbiter.SuspendRequested":
+        {
+          String by = text(e, "by");
+          return "checkpoint requested on "
+              + gpu
+              + " ("
+              + e.path("reason").asText()
+              + (by == null ? "" : " for " + ref(by))
+              + ")";
+        }
+      case "NodeArbiter.CheckpointReported":
+        return e.path("held").asBoolean()
+            ? "checkpoint held in host memory (" + e.path("bytes").asLong() + " bytes)"
+            : "checkpoint not held: " + e.path("message").asText();
+      case "NodeArbiter.CheckpointCleared":
+        return text(e, "reason") == null
+            ? "restored from its checkpoint"
+            : "checkpoint given up: " + e.path("reason").asText();
+      case "PodActor.SpecSeen":
+        return "record: spec seen on node " + e.path("status").path("node").asText();
+      case "PodActor.Noted":
+        {
+          List<String> said = new ArrayList<>();
+          e.path("events")
+              .forEach(
+                  n -> said.add("Event " + n.path("reason").asText() + ": " + text(n, "message")));
+          e.path("conditions")
+              .forEach(
+                  c ->
+                      said.add(
+                          "condition "
+                              + c.path("type").asText()
+                              + "="
+                              + c.path("status").asText()
+                              + (text(c, "reason") == null ? "" : " (" + text(c, "reason") + ")")));
+          return String.join("; ", said);
+        }
+      case "PodActor.Deleted":
+        return "record: pod deleted";
+      default:
+        if (type.startsWith("PodActor.") && e.has("status")) {
+          return "record: " + e.path("status").path("state").asText(); // before 0.2
+        }
+        String json = e.toString();
+        return json.length() > 120 ? json.substring(0, 117) + "..." : json;
+    }
+  }
+
+  /** {@code ns/name/uid} as {@code ns/name}. */
+  private static String ref(String entityId) {
+    int last = entityId.lastIndexOf('/');
+    return last > entityId.indexOf('/') ? entityId.substring(0, last) : entityId;
   }
 
   // ------------------------------------------------------------------ pieces

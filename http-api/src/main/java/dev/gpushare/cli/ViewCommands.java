@@ -189,6 +189,84 @@ final class ViewCommands {
   }
 
   @Command(
+      name = "history",
+      mixinStandardHelpOptions = true,
+      description = {
+        "A pod's whole history, oldest first: TIME ENTITY EVENT SUMMARY, one line per journal"
+            + " event: its own records (ENTITY pod UID) and every decision about it by every node's"
+            + " arbiter (ENTITY arbiter NODE), every pod that went by the name"
+            + " (GET /v1/namespaces/NS/pods/NAME/history, page by page).",
+        "The first "
+            + History.DEFAULT
+            + " entries unless --limit or --all; -o json gives the API's"
+            + " items and the cursor to go on after (next)."
+      })
+  static final class History extends PodCommand {
+    static final int DEFAULT = 100;
+    static final int PAGE = 1000;
+
+    @Option(
+        names = "--limit",
+        paramLabel = "N",
+        description = "at most N entries, 1 or more; default " + DEFAULT)
+    Integer limit;
+
+    @Option(names = "--all", description = "every entry, however many")
+    boolean all;
+
+    @Override
+    JsonNode fetch(ApiClient api) {
+      PodRef ref = PodRef.parse(pod, "NS/NAME");
+      if (all && limit != null) {
+        throw new CliException("--all and --limit " + limit + ": give one of them");
+      }
+      if (limit != null && limit < 1) {
+        throw new CliException("--limit " + limit + ": give a number of entries, 1 or more");
+      }
+      long left = all ? Long.MAX_VALUE : limit == null ? DEFAULT : limit;
+      ObjectNode whole = Output.JSON.createObjectNode();
+      ArrayNode items = whole.putArray("items");
+      long after = 0;
+      JsonNode next = null;
+      while (left > 0) {
+        int page = (int) Math.min(PAGE, left);
+        JsonNode answer =
+            api.get(ApiClient.podPath(ref) + "/history?after=" + after + "&limit=" + page);
+        JsonNode got = answer.path("items");
+        if (got.isArray()) {
+          items.addAll((ArrayNode) got);
+        }
+        next = answer.get("next");
+        if (next == null || next.isNull()) {
+          next = null;
+          break;
+        }
+        left -= got.size();
+        after = next.asLong();
+      }
+      if (next == null) {
+        whole.putNull("next");
+      } else {
+        whole.set("next", next);
+        cli.err()
+            .println(
+                "more entries after these "
+                    + items.size()
+                    + " (give --all, or --limit N for more than "
+                    + items.size()
+                    + ")");
+        cli.err().flush();
+      }
+      return whole;
+    }
+
+    @Override
+    String human(JsonNode answer) {
+      return Printers.history(PodRef.parse(pod, "NS/NAME"), answer.path("items"));
+    }
+  }
+
+  @Command(
       name = "journal",
       mixinStandardHelpOptions = true,
       description = {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -228,6 +229,117 @@ class GpushareCliTest {
     assertTrue(none.err().startsWith("no events for Pod|default/a/u"), none.err());
     assertEquals(2, run("journal").status());
     assertEquals(2, run("journal", "x", "--limit", "0").status());
+  }
+
+  // ------------------------------------------------------------------ history
+
+  /**
+   * A history of 2500 entries, cursors 10, 20, …: a grant, a preemption by team/a, then notes; the
+   * stub pages as the server does ({@code next} when the page is full and more follow).
+   */
+  private void historyStub() {
+    stub.on(
+        "GET",
+        "/v1/namespaces/team/pods/b/history",
+        (r, x) -> {
+          Map<String, String> q = query(r.query());
+          long after = Long.parseLong(q.get("after"));
+          int limit = Integer.parseInt(q.get("limit"));
+          ObjectNode page = Output.JSON.createObjectNode();
+          ArrayNode items = page.putArray("items");
+          long last = 0;
+          for (long c = (after / 10 + 1) * 10; c <= 25000 && items.size() < limit; c += 10) {
+            ObjectNode e = items.addObject().put("cursor", c);
+            if (c == 10) {
+              e.put("persistenceId", "NodeArbiter|n1").put("type", "NodeArbiter.Granted");
+              e.putObject("event").put("pod", "team/b/u-b").put("gpu", 1);
+            } else if (c == 20) {
+              e.put("persistenceId", "NodeArbiter|n1").put("type", "NodeArbiter.Preempted");
+              e.putObject("event")
+                  .put("by", "team/a/u-a")
+                  .put("gpu", 1)
+                  .putArray("victims")
+                  .add("team/b/u-b");
+            } else {
+              e.put("persistenceId", "Pod|team/b/u-b").put("type", "PodActor.Noted");
+              e.putObject("event")
+                  .putArray("events")
+                  .addObject()
+                  .put("reason", "GPUSharePreempted")
+                  .put("message", "GPU is preempted by a.");
+            }
+            e.put("sequenceNr", c / 10).put("timestamp", "2026-01-01T00:00:00Z");
+            last = c;
+          }
+          if (items.size() == limit && last < 25000) {
+            page.put("next", last);
+          } else {
+            page.putNull("next");
+          }
+          StubServer.send(x, json(page.toString()));
+        });
+  }
+
+  @Test
+  void historyPrintsTheFirstHundredEntriesAsATableAndSaysThereAreMore() {
+    historyStub();
+    Result r = run("history", "team/b");
+    assertEquals(0, r.status(), r::toString);
+    List<String> lines = r.out().lines().toList();
+    assertEquals(101, lines.size(), r::toString);
+    assertEquals(
+        List.of("TIME", "ENTITY", "EVENT", "SUMMARY"), List.of(lines.get(0).split(" {3,}")));
+    assertTrue(
+        lines.get(1).matches("2026-01-01T00:00:00Z +arbiter n1 +Granted +granted GPU 1"),
+        lines.get(1));
+    assertTrue(
+        lines.get(2).matches(".*arbiter n1 +Preempted +preempted on GPU 1 by team/a"),
+        lines.get(2));
+    assertTrue(
+        lines.get(3).matches(".*pod u-b +Noted +Event GPUSharePreempted: GPU is preempted by a\\."),
+        lines.get(3));
+    assertTrue(r.err().startsWith("more entries after these 100"), r.err());
+    List<StubServer.Request> pages = stub.requests("GET", "/v1/namespaces/team/pods/b/history");
+    assertEquals(1, pages.size());
+    assertEquals("0", query(pages.get(0).query()).get("after"));
+    assertEquals("100", query(pages.get(0).query()).get("limit"));
+  }
+
+  @Test
+  void historyAllWalksEveryPageAndJsonIsTheApisShape() {
+    historyStub();
+    Result all = run("history", "team/b", "--all", "-o", "json");
+    assertEquals(0, all.status(), all::toString);
+    JsonNode whole = parse(all.out());
+    assertEquals(2500, whole.path("items").size());
+    assertTrue(whole.path("next").isNull());
+    assertEquals(25000, whole.path("items").get(2499).path("cursor").asLong());
+    List<StubServer.Request> pages = stub.requests("GET", "/v1/namespaces/team/pods/b/history");
+    assertEquals(3, pages.size(), "pages of 1000 after the cursor each answer gave");
+    assertEquals("10000", query(pages.get(1).query()).get("after"));
+    assertEquals("20000", query(pages.get(2).query()).get("after"));
+    assertEquals("", all.err());
+
+    Result some = run("history", "team/b", "--limit", "1500", "-o", "json");
+    JsonNode five = parse(some.out());
+    assertEquals(1500, five.path("items").size());
+    assertEquals(15000, five.path("next").asLong());
+  }
+
+  @Test
+  void historyRefusesBadUsageBeforeAskingAnything() {
+    historyStub();
+    Result both = run("history", "team/b", "--all", "--limit", "5");
+    assertEquals(2, both.status(), both::toString);
+    assertTrue(both.err().contains("--all and --limit 5: give one of them"), both.err());
+    Result zero = run("history", "team/b", "--limit", "0");
+    assertEquals(2, zero.status(), zero::toString);
+    assertTrue(zero.err().contains("--limit 0: give a number of entries, 1 or more"), zero.err());
+    Result name = run("history", "team/B_b");
+    assertEquals(2, name.status(), name::toString);
+    assertTrue(name.err().contains("is not a Kubernetes name"), name.err());
+    assertEquals(2, run("history").status());
+    assertEquals(List.of(), stub.requests("GET", "/v1/namespaces/team/pods/b/history"));
   }
 
   @Test

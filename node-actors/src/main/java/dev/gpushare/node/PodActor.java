@@ -1,5 +1,6 @@
 package dev.gpushare.node;
 
+import dev.gpushare.arbiter.HistoryTags;
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes.ConditionNote;
@@ -9,6 +10,7 @@ import dev.gpushare.arbiter.actor.ArbiterPeers.PodNotice;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -224,6 +226,12 @@ public final class PodActor
   @Override
   public RetentionCriteria retentionCriteria() {
     return RetentionCriteria.snapshotEvery(100, 2);
+  }
+
+  /** Every event of the record carries its pod's history tag ({@link HistoryTags}). */
+  @Override
+  public Set<String> tagsFor(Event event) {
+    return Set.of(HistoryTags.of(key));
   }
 
   @Override

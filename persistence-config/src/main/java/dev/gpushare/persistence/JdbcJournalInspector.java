@@ -2,16 +2,22 @@ package dev.gpushare.persistence;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.gpushare.arbiter.HistoryTags;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.persistence.jdbc.query.javadsl.JdbcReadJournal;
 import org.apache.pekko.persistence.query.EventEnvelope;
+import org.apache.pekko.persistence.query.Offset;
 import org.apache.pekko.persistence.query.PersistenceQuery;
+import org.apache.pekko.persistence.query.Sequence;
 import org.apache.pekko.serialization.jackson.JacksonObjectMapperProvider;
 import org.apache.pekko.stream.javadsl.Sink;
 
@@ -27,6 +33,15 @@ import org.apache.pekko.stream.javadsl.Sink;
  * IllegalArgumentException} that names the parameter.
  */
 public final class JdbcJournalInspector implements JournalInspector {
+
+  /** The persistence id of a name's index entity, before {@code ns/name} (EVENTS.md). */
+  static final String INDEX_PREFIX = "PodIndex|";
+
+  /** The persistence id of a pod's own record, before {@code ns/name/uid} (EVENTS.md). */
+  static final String RECORD_PREFIX = "Pod|";
+
+  /** The index's event that gives the name to a pod ({@code {"node":…,"key":{…,"uid":…}}}). */
+  static final String CLAIMED_TYPE = "PodIndex.Claimed";
 
   private final ActorSystem<?> system;
   private final JdbcReadJournal readJournal;
@@ -80,6 +95,136 @@ public final class JdbcJournalInspector implements JournalInspector {
         .map(this::entry)
         .runWith(Sink.seq(), system)
         .thenApply(List::copyOf);
+  }
+
+  /**
+   * The pod's history is read by its tag ({@link HistoryTags}, {@code currentEventsByTag} from the
+   * cursor, which is the {@code Sequence} offset, i.e. the journal's {@code ordering}). Events
+   * written before gpushare tagged them carry no tag: the pod's own records of that time are found
+   * through the name's index ({@value #INDEX_PREFIX}{@code ns/name}: every uid that held the name)
+   * and read by persistence id; each event is shown once. Untagged arbiter decisions are not found
+   * (EVENTS.md, "Tags: a pod's history").
+   */
+  @Override
+  public CompletionStage<HistoryPage> history(
+      String namespace, String name, long after, int limit) {
+    if (namespace == null || namespace.isEmpty() || namespace.contains("/")) {
+      return invalid("namespace " + namespace + ": give a pod's namespace");
+    }
+    if (name == null || name.isEmpty() || name.contains("/")) {
+      return invalid("name " + name + ": give a pod's name");
+    }
+    if (after < 0) {
+      return invalid("after " + after + ": give 0 or more");
+    }
+    if (limit < 1) {
+      return invalid("limit " + limit + ": give 1 or more");
+    }
+    String tag = HistoryTags.of(namespace, name);
+    int wanted = limit == Integer.MAX_VALUE ? limit : limit + 1;
+    CompletionStage<List<EventEnvelope>> tagged = byTag(tag, after, wanted);
+    CompletionStage<List<EventEnvelope>> untagged =
+        untaggedRecords(tag, namespace + "/" + name, after, wanted);
+    return tagged.thenCombine(
+        untagged,
+        (fromTag, fromRecords) -> {
+          TreeMap<Long, EventEnvelope> merged = new TreeMap<>();
+          for (EventEnvelope e : fromTag) {
+            merged.put(ordering(e), e);
+          }
+          for (EventEnvelope e : fromRecords) {
+            merged.putIfAbsent(ordering(e), e);
+          }
+          List<HistoryEntry> items = new ArrayList<>();
+          for (EventEnvelope e : merged.values()) {
+            if (items.size() == limit) {
+              break;
+            }
+            items.add(historyEntry(e));
+          }
+          Long next =
+              merged.size() > limit ? Long.valueOf(items.get(items.size() - 1).cursor()) : null;
+          return new HistoryPage(items, next);
+        });
+  }
+
+  private CompletionStage<List<EventEnvelope>> byTag(String tag, long after, int max) {
+    return readJournal
+        .currentEventsByTag(tag, Offset.sequence(after))
+        .take(max)
+        .runWith(Sink.seq(), system);
+  }
+
+  /**
+   * The events after {@code after} of the pod records of {@code ref} that may hold untagged events:
+   * those whose name was claimed in the index before the first tagged event of the name (all of
+   * them when none is tagged). Later records were written with tags throughout.
+   */
+  private CompletionStage<List<EventEnvelope>> untaggedRecords(
+      String tag, String ref, long after, int max) {
+    CompletionStage<Long> firstTagged =
+        byTag(tag, 0, 1)
+            .thenApply(first -> first.isEmpty() ? Long.MAX_VALUE : ordering(first.get(0)));
+    CompletionStage<List<EventEnvelope>> claims =
+        readJournal
+            .currentEventsByPersistenceId(INDEX_PREFIX + ref, 0, Long.MAX_VALUE)
+            .runWith(Sink.seq(), system);
+    return firstTagged
+        .thenCombine(
+            claims,
+            (first, index) -> {
+              Set<String> uids = new LinkedHashSet<>();
+              for (EventEnvelope claim : index) {
+                if (ordering(claim) < first
+                    && typeName(claim.event().getClass()).equals(CLAIMED_TYPE)) {
+                  String uid = mapper.valueToTree(claim.event()).path("key").path("uid").asText("");
+                  if (!uid.isEmpty()) {
+                    uids.add(uid);
+                  }
+                }
+              }
+              return uids;
+            })
+        .thenCompose(
+            uids -> {
+              CompletableFuture<List<EventEnvelope>> all =
+                  CompletableFuture.completedFuture(new ArrayList<>());
+              for (String uid : uids) {
+                CompletionStage<List<EventEnvelope>> record =
+                    readJournal
+                        .currentEventsByPersistenceId(
+                            RECORD_PREFIX + ref + "/" + uid, 0, Long.MAX_VALUE)
+                        .filter(e -> ordering(e) > after)
+                        .take(max)
+                        .runWith(Sink.seq(), system);
+                all =
+                    all.thenCombine(
+                        record,
+                        (sofar, more) -> {
+                          sofar.addAll(more);
+                          return sofar;
+                        });
+              }
+              return all;
+            });
+  }
+
+  private static long ordering(EventEnvelope envelope) {
+    if (envelope.offset() instanceof Sequence sequence) {
+      return sequence.value();
+    }
+    throw new IllegalStateException(
+        "the JDBC read journal gave offset "
+            + envelope.offset()
+            + " for "
+            + envelope.persistenceId()
+            + ", not a Sequence");
+  }
+
+  private HistoryEntry historyEntry(EventEnvelope envelope) {
+    JournalEntry e = entry(envelope);
+    return new HistoryEntry(
+        ordering(envelope), e.persistenceId(), e.sequenceNr(), e.timestamp(), e.type(), e.event());
   }
 
   private JournalEntry entry(EventEnvelope envelope) {

@@ -139,6 +139,22 @@ class PostgresJournalTest {
     }
   }
 
+  /**
+   * A pod's history by tag on PostgreSQL, whose {@code event_tag.tag} is {@code VARCHAR(256)}: the
+   * tags of the longest names fit ({@link HistoryScenario}).
+   */
+  @Test
+  void aPodsHistoryIsReadByTagAndTheLongestNamesTagsFit() throws Exception {
+    String url = server.createDatabase("history");
+    ActorTestKit kit = JournalTestKits.postgres("history", url);
+    try {
+      await(SchemaSetup.create(kit.system()));
+      new HistoryScenario(kit).run();
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
   @Test
   void aJournalMadeWithThePluginsSchemaIsWidenedKeepingItsRows() throws Exception {
     String url = server.createDatabase("narrow");

@@ -347,6 +347,60 @@ class CliTest extends ServerPerClass {
   }
 
   @Test
+  void historyPrintsAPodsRecordAndItsArbitersDecisionsAsATable() {
+    String node = node(1, Manifests.qos(false, 120));
+    String p = pod(node, "hist");
+    api.demand(p);
+    api.release(p);
+    String uid = api.pod(p).path("uid").asText();
+    Cli history = cli("history", ns(p));
+    assertEquals(0, history.status(), history::toString);
+    List<String> lines = history.out();
+    assertEquals(
+        "TIME ENTITY EVENT SUMMARY", lines.get(0).replaceAll("\\s+", " "), lines::toString);
+    assertEquals(5, lines.size(), history::toString);
+    String time = "\\d{4}-\\d\\d-\\d\\dT\\S+Z";
+    List<String> rest = lines.subList(1, lines.size());
+    assertTrue(
+        rest.stream()
+            .anyMatch(
+                l ->
+                    l.matches(
+                        time + " +pod " + uid + " +SpecSeen +record: spec seen on node " + node)),
+        lines::toString);
+    assertTrue(
+        rest.stream()
+            .anyMatch(
+                l ->
+                    l.matches(
+                        time
+                            + " +arbiter "
+                            + node
+                            + " +PodAdded +bound to the node \\(uid "
+                            + uid
+                            + "\\)")),
+        lines::toString);
+    assertTrue(
+        lines.get(3).matches(time + " +arbiter " + node + " +Granted +granted GPU 0"),
+        lines::toString);
+    assertTrue(
+        lines.get(4).matches(time + " +arbiter " + node + " +Released +released its GPU"),
+        lines::toString);
+    assertEquals("", String.join("\n", history.err()), history::toString);
+
+    Cli json = cli("history", ns(p), "--limit", "2", "-o", "json");
+    assertEquals(0, json.status(), json::toString);
+    JsonNode page = parse(String.join("\n", json.out()));
+    JsonNode fromApi = Api.ok(api.get(Api.podPath(p) + "/history?limit=2"));
+    assertEquals(fromApi, page, "the API's answer as it is");
+    assertTrue(
+        String.join("\n", json.err()).startsWith("more entries after these 2"), json::toString);
+    Cli none = cli("history", ns(node + "-never"));
+    assertEquals(0, none.status(), none::toString);
+    assertEquals(List.of("No history for pod " + ns(node + "-never") + "."), none.out());
+  }
+
+  @Test
   void errorsAndAuthentication() {
     Cli missing = cli("pod", "default/cli-nope");
     assertEquals(1, missing.status(), missing::toString);

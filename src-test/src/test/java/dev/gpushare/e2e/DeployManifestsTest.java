@@ -488,6 +488,29 @@ class DeployManifestsTest {
     assertEquals(sa.getMetadata().getName(), podSpec().getServiceAccountName());
   }
 
+  /**
+   * The viewer role reads every read-only resource of the API (Scope's names), a pod's history
+   * ({@code get pods/history}) included, and changes nothing.
+   */
+  @Test
+  void theViewerRoleReadsNodesPodsTheirHistoriesAndTheJournalOnly() throws IOException {
+    ClusterRole viewer = typed(doc("ClusterRole", "gpushare-viewer"));
+    Map<String, Set<String>> readOnly = new TreeMap<>();
+    for (String r :
+        List.of(
+            "nodes",
+            "nodes/queue",
+            "pods",
+            "pods/history",
+            "journal",
+            "clock",
+            "metrics",
+            "changes")) {
+      readOnly.put("gpushare.dev/" + r, Set.of("get", "list", "watch"));
+    }
+    assertEquals(readOnly, grants(viewer.getRules()));
+  }
+
   @Test
   void theNamespacedRoleGrantsClusterBootstrapItsPodDiscoveryOnly() throws IOException {
     Role role = typed(doc("Role", "gpushare"));

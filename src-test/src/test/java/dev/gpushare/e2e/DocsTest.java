@@ -163,6 +163,7 @@ class DocsTest {
               "gpushare demand default/c",
               "gpushare release default/c",
               "gpushare journal 'NodeArbiter|demo' --from 1 --limit 20",
+              "gpushare history default/d",
               "gpushare pods -o json",
               "gpushare run [--pod NS/NAME] [--interval 10s] [--grace 30s] -- CMD ARGS…",
               "gpushare run --pod default/old --interval 1s -- sh -c 'trap \"echo checkpointing; exit 0\" USR1; echo on $CUDA_VISIBLE_DEVICES; while true; do sleep 1; done'"),
@@ -221,7 +222,8 @@ class DocsTest {
           listed(
               "JournalCommandTest",
               "java -jar http-api/target/gpushare.jar journal --ids --config gpushare-postgres.conf",
-              "java -jar http-api/target/gpushare.jar journal 'NodeArbiter|demo' --from 1 --limit 20 --data ./data"),
+              "java -jar http-api/target/gpushare.jar journal 'NodeArbiter|demo' --from 1 --limit 20 --data ./data",
+              "java -jar http-api/target/gpushare.jar journal --pod default/a --data ./data"),
           // src-test/BENCHMARKS.md
           listed(
               "JournalBenchmark",

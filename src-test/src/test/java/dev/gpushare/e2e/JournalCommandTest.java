@@ -27,7 +27,9 @@ class JournalCommandTest {
     Path data = dir.resolve("data");
     ServerProcess server = ServerProcess.start("JournalCommandTest", data);
     String podId;
+    String podRef;
     JsonNode httpEvents;
+    JsonNode httpHistory;
     try {
       Api api = server.api();
       String node = Manifests.unique("cli");
@@ -37,6 +39,8 @@ class JournalCommandTest {
       assertRunningOn(api.demand(pod), 0);
       api.release(pod);
       podId = "Pod|" + Api.NS + "/" + pod + "/" + uid;
+      podRef = Api.NS + "/" + pod;
+      httpHistory = Api.ok(api.get(Api.podPath(pod) + "/history")).path("items");
       httpEvents =
           Api.ok(api.get("/v1/journal/events?persistenceId=" + Api.enc(podId))).path("items");
 
@@ -76,5 +80,63 @@ class JournalCommandTest {
       printed.add(columns[0] + " " + columns[2] + " " + columns[3]);
     }
     assertEquals(expected, printed, "the CLI prints what GET /v1/journal/events answered");
+
+    // A pod's whole history, offline: the same entries as GET …/history, in the same order.
+    CommandProcess.Result history =
+        CommandProcess.run(Map.of(), "journal", "--pod", podRef, "--data", data.toString());
+    assertEquals(0, history.status(), history::toString);
+    List<String> expectedHistory = new ArrayList<>();
+    for (JsonNode e : httpHistory) {
+      expectedHistory.add(
+          e.path("cursor").asText()
+              + " "
+              + e.path("persistenceId").asText()
+              + " "
+              + e.path("sequenceNr").asText()
+              + " "
+              + e.path("type").asText()
+              + " "
+              + e.path("event"));
+    }
+    assertTrue(expectedHistory.size() >= 4, expectedHistory::toString);
+    List<String> printedHistory = new ArrayList<>();
+    for (String line : history.lines()) {
+      String[] columns = line.strip().split("  +", 6);
+      printedHistory.add(
+          columns[0] + " " + columns[2] + " " + columns[3] + " " + columns[4] + " " + columns[5]);
+    }
+    assertEquals(expectedHistory, printedHistory, "journal --pod prints what GET …/history did");
+
+    CommandProcess.Result page =
+        CommandProcess.run(
+            Map.of(),
+            "journal",
+            "--pod",
+            podRef,
+            "--after",
+            httpHistory.get(0).path("cursor").asText(),
+            "--limit",
+            "1",
+            "--data",
+            data.toString());
+    assertEquals(0, page.status(), page::toString);
+    assertEquals(1, page.lines().size(), page::toString);
+    assertTrue(
+        page.lines().get(0).strip().startsWith(httpHistory.get(1).path("cursor").asText() + "  "),
+        page::toString);
+    String more = httpHistory.get(1).path("cursor").asText();
+    assertTrue(
+        page.err().contains("more after cursor " + more + " (give --after " + more + ")"),
+        page::toString);
+
+    CommandProcess.Result bad =
+        CommandProcess.run(
+            Map.of(), "journal", "--pod", "default/Not_A_Name", "--data", data.toString());
+    assertEquals(2, bad.status(), bad::toString);
+    assertTrue(bad.err().contains("name 'Not_A_Name' is not a DNS-1123 subdomain"), bad::toString);
+    CommandProcess.Result both =
+        CommandProcess.run(
+            Map.of(), "journal", "--pod", podRef, "--from", "2", "--data", data.toString());
+    assertEquals(2, both.status(), both::toString);
   }
 }

@@ -486,6 +486,18 @@ class OpenApiTest {
     expect("GET", events, Map.of(), "", null, null, 400);
     expect("GET", events, Map.of(), "?persistenceId=x&limit=0", null, null, 400);
 
+    // ---- a pod's history: a's record and its node's decisions (a was demanded and released)
+    String history = "/v1/namespaces/{namespace}/pods/{name}/history";
+    Exchange whole = expect("GET", history, podOf(a), "", null, null, 200);
+    assertTrue(json(whole).path("items").size() >= 3, whole::body);
+    Exchange first = expect("GET", history, podOf(a), "?after=0&limit=1", null, null, 200);
+    long next = json(first).path("next").asLong();
+    expect("GET", history, podOf(a), "?after=" + next + "&limit=1000", null, null, 200);
+    expect("GET", history, podOf(n + "-never"), "", null, null, 200);
+    expect("GET", history, podOf(a), "?after=-1", null, null, 400);
+    expect("GET", history, podOf(a), "?limit=1001", null, null, 400);
+    expect("GET", history, podOf("Not_A_Name"), "", null, null, 404);
+
     // ---- the clock
     expect("GET", "/v1/clock", Map.of(), "", null, null, 200);
     expect("POST", "/v1/clock/advance", Map.of(), "", "{\"seconds\":60}", "application/json", 200);

@@ -83,6 +83,26 @@ class UpgradeTest {
       assertTrue(last.path("event").path("pod").asText().startsWith("default/c/"), last::toString);
       assertInvariants(api);
 
+      // a's history: its record of 0.1 (written before tags: found through the name's index),
+      // then the decision taken since; the arbiter's decisions of 0.1 carry no tag (EVENTS.md).
+      JsonNode history = Api.ok(api.get(Api.podPath("a") + "/history?limit=1000")).path("items");
+      String record = "Pod|default/a/4b2a9089-1be8-4b0d-908e-15a007c79397";
+      for (int seq = 1; seq <= 6; seq++) {
+        JsonNode e = history.get(seq - 1);
+        assertEquals(record, e.path("persistenceId").asText(), history::toString);
+        assertEquals(seq, e.path("sequenceNr").asInt(), history::toString);
+      }
+      assertEquals("PodActor.SpecSeen", history.get(0).path("type").asText(), history::toString);
+      JsonNode released = history.get(history.size() - 1);
+      assertEquals("NodeArbiter|demo", released.path("persistenceId").asText(), history::toString);
+      assertEquals("NodeArbiter.Released", released.path("type").asText(), history::toString);
+      for (JsonNode e : history) {
+        assertTrue(
+            e.path("persistenceId").asText().equals(record)
+                || e.path("cursor").asLong() > history.get(5).path("cursor").asLong(),
+            history::toString);
+      }
+
       JsonNode before = api.allPods();
       server.stop();
       server.restart();

@@ -3,6 +3,7 @@ package dev.gpushare.arbiter.actor;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.GpuChoice;
+import dev.gpushare.arbiter.HistoryTags;
 import dev.gpushare.arbiter.JsonSerializable;
 import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.PodNotes;
@@ -24,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -359,6 +361,27 @@ public final class NodeArbiter
   @Override
   public RetentionCriteria retentionCriteria() {
     return RetentionCriteria.snapshotEvery(100, 2);
+  }
+
+  /**
+   * Each event about pods carries the history tag of every pod it concerns ({@link HistoryTags}): a
+   * preemption its victims' and its preemptor's, a suspension its pods' and the preemptor's. The
+   * GPUs and the policy in force concern no one pod and carry none. Tags are not part of the
+   * payload.
+   */
+  @Override
+  public Set<String> tagsFor(Event event) {
+    return HistoryTags.ofEntityIds(concerning(event));
+  }
+
+  /** The pods {@code event} is about: those whose state it changes, and who caused it. */
+  static List<String> concerning(Event event) {
+    if (event instanceof SuspendRequested e && e.by() != null) {
+      List<String> pods = new ArrayList<>(e.pods());
+      pods.add(e.by());
+      return pods;
+    }
+    return podsOf(event);
   }
 
   @Override

@@ -14,10 +14,11 @@ import java.util.Optional;
  *       dashboard's static files under {@code /dashboard};
  *   <li>{@code /metrics}: {@code get metrics}; {@code /v1/nodes…}: {@code nodes} (the GPU
  *       subresources {@code gpus}); {@code /v1/pods}: {@code list}/{@code create pods}; {@code
- *       /v1/namespaces/{ns}/pods/{name}[/demand|grant|watch|compute]}: {@code pods} in {@code ns},
- *       named, subresource {@code demand}, {@code grant}, {@code watch} or {@code compute}; {@code
- *       /v1/journal…}: {@code journal}; {@code /v1/clock…}: {@code clock}; {@code /v1/watch}:
- *       {@code watch changes};
+ *       /v1/namespaces/{ns}/pods/{name}[/demand|grant|watch|compute|history]}: {@code pods} in
+ *       {@code ns}, named, subresource {@code demand}, {@code grant}, {@code watch}, {@code
+ *       compute} or {@code history} (the pod's history, {@code get pods/history}: not its data
+ *       plane, since it names the other pods of shared decisions); {@code /v1/journal…}: {@code
+ *       journal}; {@code /v1/clock…}: {@code clock}; {@code /v1/watch}: {@code watch changes};
  *   <li>{@code /scheduler/filter}, {@code /scheduler/prioritize} (the kube-scheduler extender,
  *       {@code http.extender}): {@code create scheduler}, no name — bind it to the scheduler's
  *       identity ({@code deploy/scheduler-extender/clusterrole-gpushare-scheduler-extender.yaml});

@@ -14,11 +14,13 @@ final class FakeJournalInspector implements JournalInspector {
   volatile String lastPersistenceId;
   volatile long lastFrom;
   volatile int lastLimit;
+  volatile String lastHistory;
 
   void reset() {
     lastPersistenceId = null;
     lastFrom = 0;
     lastLimit = 0;
+    lastHistory = null;
   }
 
   @Override
@@ -40,5 +42,35 @@ final class FakeJournalInspector implements JournalInspector {
                 Instant.parse("2026-01-01T00:00:00Z"),
                 "DemandRaised",
                 JsonNodeFactory.instance.objectNode().put("pod", "default/a"))));
+  }
+
+  /** Two entries (cursors 7 and 9), then a next of 9 when the limit is 2 or less. */
+  @Override
+  public CompletionStage<HistoryPage> history(
+      String namespace, String name, long after, int limit) {
+    lastHistory = namespace + "/" + name + " after " + after + " limit " + limit;
+    List<HistoryEntry> all =
+        List.of(
+            new HistoryEntry(
+                7,
+                "Pod|" + namespace + "/" + name + "/uid-a",
+                1,
+                Instant.parse("2026-01-01T00:00:00Z"),
+                "PodActor.SpecSeen",
+                JsonNodeFactory.instance.objectNode().put("state", "Hibernation")),
+            new HistoryEntry(
+                9,
+                "NodeArbiter|node-1",
+                4,
+                Instant.parse("2026-01-01T00:00:01Z"),
+                "NodeArbiter.Granted",
+                JsonNodeFactory.instance
+                    .objectNode()
+                    .put("pod", namespace + "/" + name + "/uid-a")
+                    .put("gpu", 0)));
+    List<HistoryEntry> page = all.stream().filter(e -> e.cursor() > after).limit(limit).toList();
+    Long next =
+        page.size() == limit && limit < all.size() ? page.get(page.size() - 1).cursor() : null;
+    return CompletableFuture.completedFuture(new HistoryPage(page, next));
   }
 }

@@ -749,6 +749,66 @@ class HttpApiTest {
     assertEquals("default/a", entry.get("event").get("pod").asText());
   }
 
+  @Test
+  void aPodsHistoryIsAPageOfEntriesWithCursorsAndANext() throws Exception {
+    HttpResponse<String> r = send("GET", "/v1/namespaces/team/pods/a/history", null, null);
+    assertEquals(200, r.statusCode(), r.body());
+    assertEquals("team/a after 0 limit 100", JOURNAL.lastHistory, "the defaults");
+    JsonNode page = json(r);
+    assertEquals(2, page.get("items").size());
+    assertTrue(page.get("next").isNull(), page.toString());
+    JsonNode first = page.get("items").get(0);
+    assertEquals(7, first.get("cursor").asLong());
+    assertEquals("Pod|team/a/uid-a", first.get("persistenceId").asText());
+    assertEquals(1, first.get("sequenceNr").asLong());
+    assertEquals("2026-01-01T00:00:00Z", first.get("timestamp").asText());
+    assertEquals("PodActor.SpecSeen", first.get("type").asText());
+    assertEquals("Hibernation", first.get("event").get("state").asText());
+
+    JsonNode one = json(send("GET", "/v1/namespaces/team/pods/a/history?limit=1", null, null));
+    assertEquals(7, one.get("next").asLong());
+    JsonNode rest =
+        json(send("GET", "/v1/namespaces/team/pods/a/history?after=7&limit=1000", null, null));
+    assertEquals("team/a after 7 limit 1000", JOURNAL.lastHistory);
+    assertEquals(9, rest.get("items").get(0).get("cursor").asLong());
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "after=-1",
+        "after=abc",
+        "after=",
+        "after=1.5",
+        "after=99999999999999999999",
+        "limit=0",
+        "limit=1001",
+        "limit=x"
+      })
+  void badHistoryParametersAreA400NamingParameterValueAndWhatIsAccepted(String query)
+      throws Exception {
+    JsonNode problem =
+        problem(send("GET", "/v1/namespaces/team/pods/a/history?" + query, null, null), 400);
+    String name = query.substring(0, query.indexOf('='));
+    String value = query.substring(query.indexOf('=') + 1);
+    assertEquals(name, problem.get("field").asText(), problem.toString());
+    String detail = problem.get("detail").asText();
+    assertTrue(detail.contains("'" + value + "' given"), detail);
+    assertTrue(detail.contains("expected"), detail);
+    assertTrue(JOURNAL.lastHistory == null, "nothing was read");
+  }
+
+  @Test
+  void theHistoryOfANameKubernetesWouldRefuseIsA404() throws Exception {
+    JsonNode problem =
+        problem(send("GET", "/v1/namespaces/team/pods/A_B/history", null, null), 404);
+    assertTrue(problem.get("detail").asText().contains("not a valid pod name"), problem.toString());
+    assertTrue(JOURNAL.lastHistory == null);
+    HttpResponse<String> post = send("POST", "/v1/namespaces/team/pods/a/history", null, null);
+    assertEquals(405, post.statusCode(), post.body());
+    assertEquals("GET", post.headers().firstValue("Allow").orElse(""));
+  }
+
   @ParameterizedTest
   @ValueSource(
       strings = {

@@ -413,6 +413,26 @@ class AccessOverHttpTest {
   }
 
   @Test
+  void aPodsHistoryIsGetPodsHistoryInItsNamespaceAndNotPartOfThePodsDataPlane() throws Exception {
+    HttpResponse<String> viewer = send("GET", "/v1/namespaces/team/pods/a/history", "bob-token");
+    assertEquals(200, viewer.statusCode(), viewer.body());
+    JsonNode asked = REVIEWS.accessReviews.get(REVIEWS.accessReviews.size() - 1);
+    assertEquals("bob", asked.path("user").asText());
+    assertEquals("get", asked.path("resourceAttributes").path("verb").asText());
+    assertEquals("pods", asked.path("resourceAttributes").path("resource").asText());
+    assertEquals("history", asked.path("resourceAttributes").path("subresource").asText());
+    assertEquals("team", asked.path("resourceAttributes").path("namespace").asText());
+    assertEquals("a", asked.path("resourceAttributes").path("name").asText());
+
+    // A pod's own token reads its pod's view, but not its history: that names other pods.
+    HttpResponse<String> own = send("GET", "/v1/namespaces/team/pods/a/history", "pod-a-token");
+    assertEquals(403, own.statusCode(), own.body());
+    assertTrue(detail(own).contains("may not get pods/history \"team/a\""), own.body());
+    HttpResponse<String> none = send("GET", "/v1/namespaces/team/pods/a/history", null);
+    assertEquals(401, none.statusCode(), none.body());
+  }
+
+  @Test
   void theMembersAdminTokenNeedsNoReviewAndPublicEndpointsNoToken() throws Exception {
     assertEquals(200, send("GET", "/v1/nodes", LOCAL_ADMIN).statusCode());
     assertEquals(List.of(), REVIEWS.tokenReviews, "the admin token is the member's own");

@@ -46,6 +46,9 @@ class ScopeTest {
         "create pods/compute \"team/a\"",
         Scope.of("POST", "/v1/namespaces/team/pods/a/compute").describe());
     assertEquals("get journal", Scope.of("GET", "/v1/journal/events").describe());
+    assertEquals(
+        "get pods/history \"team/a\"",
+        Scope.of("GET", "/v1/namespaces/team/pods/a/history").describe());
     assertEquals("create clock", Scope.of("POST", "/v1/clock/advance").describe());
     assertEquals("watch changes", Scope.of("GET", "/v1/watch").describe());
   }
@@ -61,6 +64,9 @@ class ScopeTest {
     assertFalse(Scope.of("GET", "/v1/namespaces/t/pods/a/compute").podDataPlane(), "only a report");
     assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a/compute").podDataPlane());
     assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a").podDataPlane(), "deleting a pod");
+    assertFalse(
+        Scope.of("GET", "/v1/namespaces/t/pods/a/history").podDataPlane(),
+        "its history names other pods");
     assertFalse(Scope.of("GET", "/v1/pods").podDataPlane());
     assertFalse(Scope.of("PUT", "/v1/nodes/n1").podDataPlane());
   }
