@@ -45,6 +45,17 @@ final class Tmpfs implements AutoCloseable {
     return new Tmpfs(dir);
   }
 
+  /**
+   * Whether {@link #mount} can be tried here: root, with {@code mount} on the path (it may still
+   * fail, e.g. without the capability; {@link #mount} then skips).
+   */
+  static boolean canMount() {
+    Ran id = run(List.of("id", "-u"));
+    return id.status() == 0
+        && id.output().strip().equals("0")
+        && run(List.of("sh", "-c", "command -v mount")).status() == 0;
+  }
+
   Path dir() {
     return dir;
   }
