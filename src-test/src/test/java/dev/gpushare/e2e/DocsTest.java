@@ -117,6 +117,10 @@ class DocsTest {
               "mvn -B -pl src-test -am test -Dtest=MonitoringRulesTest"
                   + " -Dsurefire.failIfNoSpecifiedTests=false",
               "cd src-test/target/monitoring && promtool test rules *.test.yaml"),
+          listed(
+              "PrometheusTest",
+              "mvn -B -pl src-test -am test -Dtest=PrometheusTest"
+                  + " -Dsurefire.failIfNoSpecifiedTests=false"),
           // deploy/README.md
           listed("KubernetesModeTest", "curl -s http://127.0.0.1:8080/v1/nodes/<node>; echo"),
           // deploy/README.md "The pod side": the namespace step is checked against namespace.yaml
