@@ -15,6 +15,8 @@
 --     second run changes nothing, a wider or unbounded column is left alone, and no row is
 --     touched (PostgreSQL changes only the declared length of a VARCHAR it widens: no table
 --     rewrite, under a short ACCESS EXCLUSIVE lock of the table).
+--   * one index of gpushare's own, event_tag_tag_idx on event_tag(tag, event_id), at the end of
+--     the script: a pod's history is read by tag.
 -- Three changes make the script safe to run again and in one transaction:
 --   * every index is CREATE ... IF NOT EXISTS, as every table already was
 --   * the durable_state indexes are built without CONCURRENTLY, which cannot run in a
@@ -128,3 +130,10 @@ BEGIN
   END IF;
 END
 $$;
+
+-- gpushare's own index: a pod's history is read by tag (eventsByTag, persistence-config
+-- JournalInspector.history), and the plugin keys event_tag by (event_id, tag) only, so without
+-- it every page of a history would read the whole tag table. Built once, like the others
+-- (IF NOT EXISTS, not CONCURRENTLY: on a large journal of an older version, init-schema holds a
+-- SHARE lock on event_tag, blocking its writes, while it builds).
+CREATE INDEX IF NOT EXISTS event_tag_tag_idx ON event_tag(tag, event_id);

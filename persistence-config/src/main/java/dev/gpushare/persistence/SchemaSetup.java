@@ -219,7 +219,11 @@ public final class SchemaSetup {
                             .thenApplyAsync(
                                 done ->
                                     report(
-                                        system, config, before, H2_SCRIPT, widenH2(system, config)),
+                                        system,
+                                        config,
+                                        before,
+                                        H2_SCRIPT,
+                                        widenAndIndexH2(system, config)),
                                 blocking));
       }
     } catch (RuntimeException e) {
@@ -389,6 +393,39 @@ public final class SchemaSetup {
    * statement on its own: each column is widened whole or not at all, and a start after a failure
    * widens the rest.
    */
+  /**
+   * The name of the index on {@code event_tag(tag, event_id)} that gpushare adds to the plugin's
+   * schema, on H2 and in {@value #POSTGRES_SCRIPT}: a pod's history is read by tag ({@code
+   * eventsByTag}, {@link JournalInspector#history}), and without it every page would read the whole
+   * tag table.
+   */
+  public static final String TAG_INDEX = "event_tag_tag_idx";
+
+  /** {@link #widenH2}, then the tag index ({@link #TAG_INDEX}) if it is missing. */
+  private static List<String> widenAndIndexH2(ActorSystem<?> system, Config config) {
+    List<String> widened = widenH2(system, config);
+    String tags = "jdbc-journal.tables.event_tag";
+    try (Connection connection = connection(system, config);
+        Statement ddl = connection.createStatement()) {
+      String schema = config.getString(tags + ".schemaName");
+      ddl.execute(
+          "CREATE INDEX IF NOT EXISTS "
+              + (schema.isEmpty() ? "" : "\"" + schema + "\".")
+              + "\""
+              + TAG_INDEX
+              + "\" ON "
+              + quotedTable(qualifiedName(config, tags))
+              + " (\""
+              + config.getString(tags + ".columnNames.tag")
+              + "\", \""
+              + config.getString(tags + ".columnNames.eventId")
+              + "\")");
+    } catch (SQLException e) {
+      throw new CompletionException(e);
+    }
+    return widened;
+  }
+
   private static List<String> widenH2(ActorSystem<?> system, Config config) {
     List<String> widened = new ArrayList<>();
     try (Connection connection = connection(system, config);

@@ -76,6 +76,7 @@ class H2PersistenceIdWidthTest {
         }
       }
       assertEquals(List.of(255, 255, 255), widths(old));
+      assertEquals(List.of(), tagIndex(old), "the plugin's schema has no index by tag");
       add(old, "c-1", 6);
       add(old, "c-2", 1);
     } finally {
@@ -87,6 +88,7 @@ class H2PersistenceIdWidthTest {
       assertEquals(WIDENED, report.widened());
       assertEquals(List.of(), report.created());
       assertEquals(List.of(512, 512, 512), widths(upgraded));
+      assertEquals(List.of("tag", "event_id"), tagIndex(upgraded), "the history's index");
       assertEquals(7, rows(upgraded, "event_journal"));
       assertEquals(1, rows(upgraded, "snapshot"));
       assertEquals(new Counter.State(21, 6), get(upgraded, "c-1"));
@@ -104,6 +106,24 @@ class H2PersistenceIdWidthTest {
     } finally {
       again.shutdownTestKit();
     }
+  }
+
+  /**
+   * The columns, in order, of the index {@link SchemaSetup#TAG_INDEX} on {@code event_tag} (none
+   * when it is missing).
+   */
+  static List<String> tagIndex(ActorTestKit kit) throws Exception {
+    java.util.TreeMap<Integer, String> columns = new java.util.TreeMap<>();
+    try (Connection connection = JournalTestKits.connection(kit.system());
+        java.sql.ResultSet index =
+            connection.getMetaData().getIndexInfo(null, null, "event_tag", false, false)) {
+      while (index.next()) {
+        if (SchemaSetup.TAG_INDEX.equalsIgnoreCase(index.getString("INDEX_NAME"))) {
+          columns.put((int) index.getShort("ORDINAL_POSITION"), index.getString("COLUMN_NAME"));
+        }
+      }
+    }
+    return List.copyOf(columns.values());
   }
 
   /** Adds 1, 2, … {@code events} to counter {@code id}; the fourth event takes a snapshot. */

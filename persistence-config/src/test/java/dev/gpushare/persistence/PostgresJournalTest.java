@@ -168,6 +168,7 @@ class PostgresJournalTest {
     ActorTestKit old = JournalTestKits.postgres("narrow-old", url);
     try {
       assertEquals(List.of(255, 255, 255), H2PersistenceIdWidthTest.widths(old));
+      assertEquals(List.of(), H2PersistenceIdWidthTest.tagIndex(old), "no index by tag yet");
       H2PersistenceIdWidthTest.add(old, "c-1", 6);
       H2PersistenceIdWidthTest.add(old, "c-2", 1);
       ExecutionException e =
@@ -192,6 +193,10 @@ class PostgresJournalTest {
       assertEquals(List.of(), report.created());
       assertEquals(ALL_TABLES, report.present());
       assertEquals(List.of(512, 512, 512), H2PersistenceIdWidthTest.widths(upgraded));
+      assertEquals(
+          List.of("tag", "event_id"),
+          H2PersistenceIdWidthTest.tagIndex(upgraded),
+          "init-schema adds the history's index");
       assertEquals(7, H2PersistenceIdWidthTest.rows(upgraded, "event_journal"));
       assertEquals(1, H2PersistenceIdWidthTest.rows(upgraded, "snapshot"));
       assertEquals(new Counter.State(21, 6), H2PersistenceIdWidthTest.get(upgraded, "c-1"));

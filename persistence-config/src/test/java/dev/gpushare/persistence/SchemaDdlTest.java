@@ -55,7 +55,9 @@ class SchemaDdlTest {
   void everyStatementIsIdempotentAndTransactional() {
     List<String> statements = SchemaSetup.statements(SchemaSetup.postgresScript());
     assertEquals(
-        10, statements.size(), "four tables, three indexes, three widenings: " + statements);
+        11,
+        statements.size(),
+        "four tables, three indexes, three widenings, the tag index: " + statements);
     List<String> widenings = new ArrayList<>();
     for (String statement : statements) {
       String normalized = normalize(statement);
