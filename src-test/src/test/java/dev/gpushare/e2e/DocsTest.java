@@ -236,6 +236,11 @@ class DocsTest {
               "cd persistence-config",
               "mvn -B -q -o dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/bench.classpath",
               "java -cp target/test-classes:target/classes:$(cat target/bench.classpath) dev.gpushare.persistence.JournalBenchmark"),
+          // src-test/BENCHMARKS.md "A pod's history"
+          listed(
+              "HistoryBenchmark",
+              "cd persistence-config",
+              "java -cp target/test-classes:target/classes:$(cat target/bench.classpath) dev.gpushare.persistence.HistoryBenchmark --pods 2000 --events 100 --nodes 64 --limit 100"),
           // src-test/BENCHMARKS.md
           listed(
               "CheckpointWaitSimulation",
