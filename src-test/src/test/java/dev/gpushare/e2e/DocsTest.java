@@ -236,6 +236,12 @@ class DocsTest {
               "cd persistence-config",
               "mvn -B -q -o dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/bench.classpath",
               "java -cp target/test-classes:target/classes:$(cat target/bench.classpath) dev.gpushare.persistence.JournalBenchmark"),
+          // src-test/BENCHMARKS.md "What counting HTTP requests costs"
+          listed(
+              "HttpMetricsBenchmark",
+              "mvn -B -q -pl http-api -am install -DskipTests",
+              "mvn -B -q -o -pl http-api dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/bench.classpath",
+              "java -cp http-api/target/test-classes:http-api/target/classes:$(cat http-api/target/bench.classpath) dev.gpushare.http.api.HttpMetricsBenchmark"),
           // src-test/BENCHMARKS.md "A pod's history"
           listed(
               "HistoryBenchmark",
