@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.ServiceException;
-import dev.gpushare.node.api.ServiceException.Kind;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -34,13 +33,13 @@ final class ComputeReportBody {
   static ComputeReport read(JsonNode body) {
     List<FieldError> errors = new ArrayList<>();
     if (body == null || !body.isObject()) {
-      add(errors, "body", body, "must be a JSON object " + EXPECTED);
-      throw malformed(errors);
+      BodyErrors.add(errors, "body", body, "must be a JSON object " + EXPECTED);
+      throw BodyErrors.malformed(errors);
     }
     for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!KEYS.contains(name)) {
-        add(errors, name, body.get(name), "unknown field; the body is " + EXPECTED);
+        BodyErrors.add(errors, name, body.get(name), "unknown field; the body is " + EXPECTED);
       }
     }
     Double aim =
@@ -58,7 +57,7 @@ final class ComputeReportBody {
             "the time launches were held back, " + ComputeReport.SECONDS,
             errors);
     if (!errors.isEmpty()) {
-      throw malformed(errors);
+      throw BodyErrors.malformed(errors);
     }
     return new ComputeReport(aim, measured, held);
   }
@@ -68,27 +67,13 @@ final class ComputeReportBody {
   private static Double number(JsonNode body, String key, String what, List<FieldError> errors) {
     JsonNode v = body.get(key);
     if (v == null || v.isNull()) {
-      add(errors, key, null, "required: " + what);
+      BodyErrors.add(errors, key, null, "required: " + what);
       return null;
     }
     if (!v.isNumber()) {
-      add(errors, key, v, "must be a number: " + what);
+      BodyErrors.add(errors, key, v, "must be a number: " + what);
       return null;
     }
     return v.doubleValue();
-  }
-
-  private static void add(List<FieldError> errors, String field, JsonNode value, String rule) {
-    String shown = value == null ? null : value.isValueNode() ? value.asText() : value.toString();
-    String given = shown == null ? "missing" : "'" + shown + "' given";
-    errors.add(new FieldError(field, shown, field + ": " + given + "; " + rule));
-  }
-
-  private static ServiceException malformed(List<FieldError> errors) {
-    String detail =
-        errors.size() == 1
-            ? errors.get(0).message()
-            : errors.size() + " fields are malformed: " + errors.get(0).message() + " …";
-    return new ServiceException(Kind.MALFORMED, detail, errors);
   }
 }

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.ServiceException;
-import dev.gpushare.node.api.ServiceException.Kind;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -41,25 +40,25 @@ final class GpuProcessesBody {
   static List<GpuProcess> read(JsonNode body) {
     List<FieldError> errors = new ArrayList<>();
     if (body == null || !body.isObject()) {
-      add(errors, "body", body, "must be a JSON object " + EXPECTED);
-      throw malformed(errors);
+      BodyErrors.add(errors, "body", body, "must be a JSON object " + EXPECTED);
+      throw BodyErrors.malformed(errors);
     }
     for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!KEYS.contains(name)) {
-        add(errors, name, body.get(name), "unknown field; the body is " + EXPECTED);
+        BodyErrors.add(errors, name, body.get(name), "unknown field; the body is " + EXPECTED);
       }
     }
     JsonNode list = body.get("processes");
     List<GpuProcess> processes = new ArrayList<>();
     if (list == null || list.isNull()) {
-      add(
+      BodyErrors.add(
           errors,
           "processes",
           null,
           "required: the GPU's compute processes, a list (empty: the GPU is idle)");
     } else if (!list.isArray()) {
-      add(errors, "processes", list, "must be a list of processes: " + EXPECTED);
+      BodyErrors.add(errors, "processes", list, "must be a list of processes: " + EXPECTED);
     } else {
       for (int i = 0; i < list.size(); i++) {
         GpuProcess p = process(list.get(i), "processes[" + i + "]", errors);
@@ -69,14 +68,14 @@ final class GpuProcessesBody {
       }
     }
     if (!errors.isEmpty()) {
-      throw malformed(errors);
+      throw BodyErrors.malformed(errors);
     }
     return Collections.unmodifiableList(processes);
   }
 
   private static GpuProcess process(JsonNode p, String at, List<FieldError> errors) {
     if (!p.isObject()) {
-      add(
+      BodyErrors.add(
           errors,
           at,
           p,
@@ -89,7 +88,7 @@ final class GpuProcessesBody {
     for (Iterator<String> names = p.fieldNames(); names.hasNext(); ) {
       String name = names.next();
       if (!PROCESS_KEYS.contains(name)) {
-        add(
+        BodyErrors.add(
             errors,
             at + "." + name,
             p.get(name),
@@ -100,9 +99,10 @@ final class GpuProcessesBody {
     String podUid = null;
     JsonNode uid = p.get("podUid");
     if (uid == null || uid.isNull()) {
-      add(errors, at + ".podUid", null, "required: the UID of the pod the process belongs to");
+      BodyErrors.add(
+          errors, at + ".podUid", null, "required: the UID of the pod the process belongs to");
     } else if (!uid.isTextual()) {
-      add(errors, at + ".podUid", uid, "must be a string: the UID of the pod");
+      BodyErrors.add(errors, at + ".podUid", uid, "must be a string: the UID of the pod");
     } else {
       podUid = uid.asText();
     }
@@ -114,7 +114,7 @@ final class GpuProcessesBody {
       if (util.isIntegralNumber() && util.canConvertToInt()) {
         sm = OptionalInt.of(util.intValue());
       } else {
-        add(
+        BodyErrors.add(
             errors,
             at + ".smUtilizationPercent",
             util,
@@ -131,27 +131,13 @@ final class GpuProcessesBody {
       JsonNode p, String key, String at, String what, List<FieldError> errors) {
     JsonNode v = p.get(key);
     if (v == null || v.isNull()) {
-      add(errors, at + "." + key, null, "required: " + what);
+      BodyErrors.add(errors, at + "." + key, null, "required: " + what);
       return null;
     }
     if (!v.isIntegralNumber() || !v.canConvertToLong()) {
-      add(errors, at + "." + key, v, "must be " + what);
+      BodyErrors.add(errors, at + "." + key, v, "must be " + what);
       return null;
     }
     return v.longValue();
-  }
-
-  private static void add(List<FieldError> errors, String field, JsonNode value, String rule) {
-    String shown = value == null ? null : value.isValueNode() ? value.asText() : value.toString();
-    String given = shown == null ? "missing" : "'" + shown + "' given";
-    errors.add(new FieldError(field, shown, field + ": " + given + "; " + rule));
-  }
-
-  private static ServiceException malformed(List<FieldError> errors) {
-    String detail =
-        errors.size() == 1
-            ? errors.get(0).message()
-            : errors.size() + " fields are malformed: " + errors.get(0).message() + " …";
-    return new ServiceException(Kind.MALFORMED, detail, errors);
   }
 }

@@ -35,7 +35,8 @@ public record NodeMergePatch(
     List<FieldError> errors = new ArrayList<>();
     if (!root.isObject()) {
       errors.add(
-          error("body", root, "must be a JSON object such as {\"metadata\":{\"labels\":{…}}}"));
+          BodyErrors.error(
+              "body", root, "must be a JSON object such as {\"metadata\":{\"labels\":{…}}}"));
       throw ServiceException.invalid(errors);
     }
     root.fieldNames()
@@ -43,7 +44,7 @@ public record NodeMergePatch(
             name -> {
               if (!name.equals("metadata")) {
                 errors.add(
-                    error(
+                    BodyErrors.error(
                         name,
                         root.get(name),
                         "cannot be patched; only metadata.labels and metadata.annotations can"));
@@ -54,7 +55,9 @@ public record NodeMergePatch(
     Section annotations = Section.EMPTY;
     if (metadata != null) {
       if (!metadata.isObject()) {
-        errors.add(error("metadata", metadata, "must be an object with labels and/or annotations"));
+        errors.add(
+            BodyErrors.error(
+                "metadata", metadata, "must be an object with labels and/or annotations"));
       } else {
         metadata
             .fieldNames()
@@ -62,7 +65,7 @@ public record NodeMergePatch(
                 name -> {
                   if (!PATCHABLE.contains(name)) {
                     errors.add(
-                        error(
+                        BodyErrors.error(
                             "metadata." + name,
                             metadata.get(name),
                             "cannot be patched; only metadata.labels and metadata.annotations"
@@ -104,7 +107,9 @@ public record NodeMergePatch(
         return new Section(Map.of(), true);
       }
       if (!node.isObject()) {
-        errors.add(error(path, node, "must be an object of key to string value (null removes)"));
+        errors.add(
+            BodyErrors.error(
+                path, node, "must be an object of key to string value (null removes)"));
         return EMPTY;
       }
       Map<String, String> changes = new LinkedHashMap<>();
@@ -118,7 +123,7 @@ public record NodeMergePatch(
                   changes.put(e.getKey(), v.asText());
                 } else {
                   errors.add(
-                      error(
+                      BodyErrors.error(
                           path + "[" + e.getKey() + "]",
                           v,
                           "must be a string (quote it: \""
@@ -128,11 +133,5 @@ public record NodeMergePatch(
               });
       return new Section(Collections.unmodifiableMap(changes), false);
     }
-  }
-
-  private static FieldError error(String field, JsonNode value, String rule) {
-    String shown = value == null ? null : value.isValueNode() ? value.asText() : value.toString();
-    String given = shown == null ? "missing" : "'" + shown + "' given";
-    return new FieldError(field, shown, field + ": " + given + "; " + rule);
   }
 }
