@@ -103,7 +103,12 @@ class MonitoringRulesTest {
   @BeforeAll
   static void read() throws IOException {
     DeployManifestsTest.readManifests();
-    rule = YAML.readTree(RULE.toFile());
+    rule = readRule();
+  }
+
+  /** The PrometheusRule as shipped. */
+  static JsonNode readRule() throws IOException {
+    return YAML.readTree(RULE.toFile());
   }
 
   // ---------------------------------------------------------------- the alerts

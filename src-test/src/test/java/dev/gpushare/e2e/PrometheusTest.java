@@ -28,7 +28,6 @@ import java.util.TreeMap;
 import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -64,11 +63,9 @@ import org.junit.jupiter.api.io.TempDir;
 class PrometheusTest {
 
   private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
-  private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration AWAIT = Duration.ofSeconds(90);
   private static final Pattern METRIC =
       Pattern.compile("\\b(up|gpushare_[a-z0-9_]+)\\b(?!\\s*\\()");
-  private static final Pattern VARIABLE = Pattern.compile("\\$\\{?(\\w+)(?::\\w+)?\\}?");
   private static final Pattern LABEL_VALUES =
       Pattern.compile(
           "label_values\\(\\s*([a-zA-Z_:][\\w:]*)?\\s*(\\{[^}]*\\})?\\s*,\\s*(\\w+)\\s*\\)");
@@ -316,20 +313,9 @@ class PrometheusTest {
 
   // ================================================================ the monitoring files
 
-  private static Path monitoring() {
-    Path dir = Path.of("").toAbsolutePath();
-    for (Path p = dir; p != null; p = p.getParent()) {
-      Path m = p.resolve("deploy/monitoring");
-      if (Files.isDirectory(m) && Files.exists(p.resolve("pom.xml"))) {
-        return m;
-      }
-    }
-    throw new AssertionError("deploy/monitoring not found above " + dir);
-  }
-
   private static JsonNode prometheusRule() {
     try {
-      return YAML.readTree(monitoring().resolve("prometheusrule.yaml").toFile());
+      return MonitoringRulesTest.readRule();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -362,19 +348,11 @@ class PrometheusTest {
     return out;
   }
 
-  private static List<Path> dashboards() {
-    try (Stream<Path> files = Files.list(monitoring().resolve("dashboards"))) {
-      List<Path> out = files.filter(p -> p.toString().endsWith(".json")).sorted().toList();
+  private static Map<String, JsonNode> dashboards() {
+    try {
+      Map<String, JsonNode> out = MonitoringRulesTest.dashboards();
       assertFalse(out.isEmpty(), "no dashboards in deploy/monitoring/dashboards");
       return out;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static JsonNode dashboard(Path file) {
-    try {
-      return JSON.readTree(file.toFile());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -383,39 +361,38 @@ class PrometheusTest {
   /** "dashboard / panel title [refId]" to the query with its variables substituted. */
   private static Map<String, String> panelQueries() {
     Map<String, String> out = new TreeMap<>();
-    for (Path file : dashboards()) {
-      collectTargets(file.getFileName().toString(), dashboard(file).path("panels"), out);
-    }
+    dashboards()
+        .forEach(
+            (file, dashboard) -> {
+              for (JsonNode panel : MonitoringRulesTest.panels(dashboard)) {
+                String title = file + " / " + panel.path("title").asText();
+                for (JsonNode target : panel.path("targets")) {
+                  String expr = target.path("expr").asText();
+                  if (!expr.isBlank()) {
+                    out.put(title + " [" + target.path("refId").asText() + "]", substitute(expr));
+                  }
+                }
+              }
+            });
     assertFalse(out.isEmpty(), "the dashboards have no panel queries");
     return out;
-  }
-
-  private static void collectTargets(String where, JsonNode panels, Map<String, String> out) {
-    for (JsonNode panel : panels) {
-      String title = where + " / " + panel.path("title").asText();
-      for (JsonNode target : panel.path("targets")) {
-        String expr = target.path("expr").asText();
-        if (!expr.isBlank()) {
-          out.put(title + " [" + target.path("refId").asText() + "]", substitute(expr));
-        }
-      }
-      collectTargets(where, panel.path("panels"), out); // a row's collapsed panels
-    }
   }
 
   /** "dashboard / $variable" to its {@code label_values(…)} query. */
   private static Map<String, String> variableQueries() {
     Map<String, String> out = new TreeMap<>();
-    for (Path file : dashboards()) {
-      for (JsonNode v : dashboard(file).path("templating").path("list")) {
-        if (!"query".equals(v.path("type").asText())) {
-          continue;
-        }
-        JsonNode q = v.path("query");
-        String query = q.isTextual() ? q.asText() : q.path("query").asText();
-        out.put(file.getFileName() + " / $" + v.path("name").asText(), query.strip());
-      }
-    }
+    dashboards()
+        .forEach(
+            (file, dashboard) -> {
+              for (JsonNode v : dashboard.path("templating").path("list")) {
+                if (!"query".equals(v.path("type").asText())) {
+                  continue;
+                }
+                JsonNode q = v.path("query");
+                String query = q.isTextual() ? q.asText() : q.path("query").asText();
+                out.put(file + " / $" + v.path("name").asText(), query.strip());
+              }
+            });
     return out;
   }
 
@@ -425,7 +402,7 @@ class PrometheusTest {
    * them only with {@code =~}).
    */
   static String substitute(String expr) {
-    Matcher m = VARIABLE.matcher(expr);
+    Matcher m = MonitoringRulesTest.VARIABLE.matcher(expr);
     StringBuilder out = new StringBuilder();
     while (m.find()) {
       String value =
