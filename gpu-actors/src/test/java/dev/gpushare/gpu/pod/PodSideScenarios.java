@@ -615,4 +615,168 @@ abstract class PodSideScenarios {
       assertTrue(p.stdout().contains("count 0"), p.transcript());
     }
   }
+
+  // ------------------------------------------------------------------ issue 32: the data plane fails
+
+  @Test
+  void anAnswerCutShortIsAnErrorAndTheCallGoesOnOnceAWholeOneComes() throws Exception {
+    a.grantOnDemand(0);
+    stub.cut(r -> r.is("GET", "/pods/a"), DataPlaneStub.Cut.SHORT_BODY, 1)
+        .cut(r -> r.is("POST", "/demand"), DataPlaneStub.Cut.CUT_CHUNK, 1)
+        .cut(r -> r.is("GET", "/watch"), DataPlaneStub.Cut.CUT_CHUNK, 1);
+    try (PodProcess p = workload(a, "init", "ctx", "launch", "exit:0").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("launch -> 0"), p.transcript());
+      assertTrue(
+          p.countStderr(Pattern.compile("^gpushare: cannot reach .*\\(the answer was cut short\\)"))
+              >= 1,
+          p.transcript());
+      assertEquals(2, stub.requests("POST", "/demand").size(), stub.requests().toString());
+    }
+  }
+
+  @Test
+  void aRequestUnderWayHoldsUpNeitherForkNorTheProcess() throws Exception {
+    // fork under GCC 12's AddressSanitizer runtime: see aForkedChildCountsWithItsParent
+    org.junit.jupiter.api.Assumptions.assumeFalse(
+        build().sanitized(), "fork under GCC 12's AddressSanitizer runtime");
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "stdin", "fork", "env:GPUSHARE_POD", "exit:0").start()) {
+      p.awaitStdout("ctx -> 0", T);
+      stub.awaitWatchers(1, T);
+      int gets = stub.requests("GET", "/pods/a").size();
+      stub.hold(r -> r.is("GET", "/pods/a"));
+      try {
+        a.ready(1); // the watch's view is looked at again with a fresh GET: the stub holds it
+        stub.awaitRequests(r -> r.is("GET", "/pods/a"), gets + 1, T);
+        p.send("fork now");
+        p.awaitStdout("env:GPUSHARE_POD -> 0 default/a", T); // the child runs meanwhile
+        a.running(0); // what the held GET answers
+      } finally {
+        stub.release();
+      }
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("SIGUSR1")), p.transcript());
+    }
+  }
+
+  @Test
+  void a404OnTheWatchIsLookedAtAgainAndStopsNothingWhileTheViewSaysRunning() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "stdin", "launch", "exit:0").debug().start()) {
+      p.awaitStdout("ctx -> 0", T);
+      settled(p);
+      int watches = stub.requests("GET", "/watch").size();
+      // the member answers 404 while it (re)creates a pod: twice on the watch, once on a GET too
+      java.util.concurrent.atomic.AtomicInteger watch404 =
+          new java.util.concurrent.atomic.AtomicInteger(2);
+      java.util.concurrent.atomic.AtomicInteger get404 =
+          new java.util.concurrent.atomic.AtomicInteger(1);
+      stub.intercept(
+          r ->
+              (r.is("GET", "/watch") && watch404.getAndDecrement() > 0)
+                      || (r.is("GET", "/pods/a")
+                          && watch404.get() < 2 // the re-check of the first 404
+                          && get404.getAndDecrement() > 0)
+                  ? DataPlaneStub.Answer.problem(404, "Not Found", "pod default/a is not known")
+                  : null);
+      stub.dropWatches();
+      stub.awaitRequests(r -> r.is("GET", "/watch"), watches + 3, T); // two 404s, then a watch
+      stub.awaitWatchers(1, T);
+      p.send("go on");
+      p.awaitStdout("launch -> 0", T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("SIGUSR1")), p.transcript());
+    }
+  }
+
+  /**
+   * The watch has shown the Running view (GPUSHARE_DEBUG's line), after any view it fetched before
+   * the demand and that view's re-check: nothing of the start is still under way.
+   */
+  private void settled(PodProcess p) {
+    stub.awaitWatchers(1, T);
+    p.awaitStderr("gpushare: debug: view (watch): Running", T);
+  }
+
+  @Test
+  void aDeletedPodIsStoppedOnceA404IsConfirmedByAFreshGet() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p = workload(a, "init", "ctx", "hold").debug().start()) {
+      p.awaitStdout("ctx -> 0", T);
+      settled(p);
+      stub.remove("default", "a");
+      p.awaitStderr(Pattern.compile("^gpushare: pod default/a left Running \\(now Deleted\\)"), T);
+      assertEquals(128 + 10, p.awaitExit(T), p.transcript());
+    }
+  }
+
+  @Test
+  void aProcessThatOnlyUsesNvmlStartsNoLimiter() throws Exception {
+    a.limits(50, 50).computeMode("library").running(1);
+    try (PodProcess p =
+        PodProcess.builder("nvml_view")
+            .build(build())
+            .pod(a)
+            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("count 1"), p.transcript());
+    }
+    assertTrue(stub.requests("POST", "/compute").isEmpty(), stub.requests().toString());
+    try (java.util.stream.Stream<Path> files = Files.walk(a.stateDir())) {
+      assertEquals(
+          java.util.List.of(),
+          files.filter(f -> f.toString().endsWith(".limit")).toList(),
+          "no limiter, no limit file");
+    }
+  }
+
+  // ------------------------------------------------------------------ issue 32: the environment
+
+  @ParameterizedTest(name = "CUDA_VISIBLE_DEVICES {0}")
+  @ValueSource(strings = {"unset", "7"})
+  void cudaVisibleDevicesIsTheUsersAgainAfterCuInitForTheProgramAndWhatItStarts(String had)
+      throws Exception {
+    a.grantOnDemand(2);
+    String seen = had.equals("unset") ? "(unset)" : had;
+    try (PodProcess p =
+        workload(a, "init", "env:CUDA_VISIBLE_DEVICES", "exec", "env:CUDA_VISIBLE_DEVICES")
+            .args("init", "exit:0")
+            .env("CUDA_VISIBLE_DEVICES", had.equals("unset") ? null : had)
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(
+          2,
+          p.stdout().stream()
+              .filter(l -> l.equals("env:CUDA_VISIBLE_DEVICES -> 0 " + seen))
+              .count(),
+          p.transcript());
+      // the program started anew (as a spawned worker is) got its own grant for its own cuInit
+      assertEquals(
+          2,
+          p.countStderr(
+              Pattern.compile(
+                  "^fake libcuda: cuInit CUDA_VISIBLE_DEVICES="
+                      + Pattern.quote(DataPlaneStub.uuidOf(2))
+                      + "$")),
+          p.transcript());
+    }
+  }
+
+  @ParameterizedTest(name = "CUDA_VISIBLE_DEVICES=''{0}''")
+  @ValueSource(strings = {"", "-1", "-1,0", "none"})
+  void aCpuOnlyProcessRaisesNoDemandAndTakesNoShare(String cvd) throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "count", "exit:0").env("CUDA_VISIBLE_DEVICES", cvd).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("init -> 100"), p.transcript()); // the driver: no device
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + cvd, T);
+      assertTrue(stub.requests().isEmpty(), stub.requests().toString());
+      assertEquals(0, p.countStderr(Pattern.compile("^gpushare: ")), p.transcript());
+    }
+  }
 }
