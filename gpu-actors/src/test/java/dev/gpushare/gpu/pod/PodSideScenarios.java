@@ -779,4 +779,41 @@ abstract class PodSideScenarios {
       assertEquals(0, p.countStderr(Pattern.compile("^gpushare: ")), p.transcript());
     }
   }
+
+  // ------------------------------------------------------------------ issue 32: cuGetProcAddress
+
+  /**
+   * The fake driver's cuGetProcAddress, like a real one, gives internal entry points for cuInit,
+   * cuMemAlloc_v2, cuLaunchKernel and others (fake_cuda.c): the library wraps them by name and
+   * version, and says under GPUSHARE_DEBUG=1 which names it lets through.
+   */
+  @Test
+  void internalEntryPointsFromGetProcAddressAreWrappedByNameAndVersion() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "--via", "procaddress", "init", "ctx", "alloc:600000000", "alloc:1000")
+            .args("meminfo", "launch", "sync", "exit:0")
+            .debug()
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(1, stub.requests("POST", "/demand").size(), "cuInit raised the demand");
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(0), T);
+      assertTrue(p.stdout().contains("alloc:600000000 -> 2"), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("cuMemAlloc_v2\\(600000000\\)")));
+      assertTrue(hasLine(p, "alloc:1000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 499999000 500000000"), p.transcript());
+      assertTrue(p.stdout().contains("launch -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("sync -> 0"), p.transcript());
+      assertEquals(
+          1,
+          p.countStderr(
+              Pattern.compile(
+                  "^gpushare: debug: cuGetProcAddress\\(cuDeviceGet, 13000, 0\\): not wrapped")),
+          p.transcript()); // once, named with its version and flags
+      assertEquals(
+          0,
+          p.countStderr(Pattern.compile("cuGetProcAddress\\(cuMemAlloc, .*not wrapped")),
+          p.transcript());
+    }
+  }
 }
