@@ -10,7 +10,11 @@
  * Built from two files:
  *   gcc -shared -fPIC -O1 -Wl,-soname,libcuda.so.1 -o libcuda.so.1 fake_cuda.c fake_cuda_mem.c
  * The exported functions bind within the library (protected), as a real driver's do: the pointer
- * cuGetProcAddress gives is the exported symbol's, whatever a preloaded library defines.
+ * cuGetProcAddress gives is the library's own, whatever a preloaded library defines. Like a real
+ * driver, cuGetProcAddress hands back internal entry points for some functions, not the address
+ * dlsym gives for the exported name: cuInit, cuMemAlloc_v2, cuMemFree_v2, cuMemGetInfo_v2,
+ * cuLaunchKernel, cuLaunchKernel_ptsz and cuCtxSynchronize_v2 come back as this file's static
+ * entry points (internal_*), which do what the exported ones do.
  *
  * Environment:
  *   FAKE_CUDA_VERSION=12090      what cuDriverGetVersion answers
@@ -451,6 +455,53 @@ static const struct { const char *name; void *fn; } self[] = {
 #endif
 };
 
+static void *function(const char *name);
+
+/* The internal entry points (see the header): the same work, another address. */
+typedef unsigned long long CUdeviceptr;
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total);
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void *s, void **params, void **extra);
+CUresult cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned shared, void *s, void **params,
+                             void **extra);
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
+static CUresult internal_cuInit(unsigned int flags) { return cuInit(flags); }
+static CUresult internal_cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes) {
+  return cuMemAlloc_v2(dptr, bytes);
+}
+static CUresult internal_cuMemFree_v2(CUdeviceptr dptr) { return cuMemFree_v2(dptr); }
+static CUresult internal_cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  return cuMemGetInfo_v2(free_bytes, total);
+}
+static CUresult internal_cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                        void *s, void **params, void **extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+static CUresult internal_cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, unsigned gz,
+                                             unsigned bx, unsigned by, unsigned bz,
+                                             unsigned shared, void *s, void **params,
+                                             void **extra) {
+  return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+}
+static CUresult internal_cuCtxSynchronize_v2(CUcontext ctx) { return cuCtxSynchronize_v2(ctx); }
+#define INTERNAL(n) {#n, (void *)internal_##n},
+static const struct { const char *name; void *fn; } internal[] = {
+  INTERNAL(cuInit) INTERNAL(cuMemAlloc_v2) INTERNAL(cuMemFree_v2) INTERNAL(cuMemGetInfo_v2)
+  INTERNAL(cuLaunchKernel) INTERNAL(cuLaunchKernel_ptsz) INTERNAL(cuCtxSynchronize_v2)
+};
+
+/* What cuGetProcAddress hands back for an exported variant. */
+static void *entry_point(const char *name) {
+  for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
+    if (strcmp(internal[i].name, name) == 0) return internal[i].fn;
+  }
+  return function(name);
+}
+
 static void *function(const char *name) {
   for (size_t i = 0; i < sizeof self / sizeof self[0]; i++) {
     if (strcmp(self[i].name, name) == 0) return self[i].fn;
@@ -472,7 +523,7 @@ static CUresult resolve(const char *call, const char *symbol, void **pfn, int cu
     if (!*best || (*best)->version < v->version) *best = v;
   }
   const struct variant *v = (flags & 2) && per_thread ? per_thread : legacy;
-  void *fn = v ? function(v->name) : NULL;
+  void *fn = v ? entry_point(v->name) : NULL;
   fake_trace("%s(%s, %d, %llu) -> %s", call, symbol ? symbol : "(null)", cudaVersion, flags,
              fn ? v->name : known ? "version not sufficient" : "not found");
   if (pfn) *pfn = fn;

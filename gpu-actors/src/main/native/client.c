@@ -213,7 +213,8 @@ static int decode(struct gs_stream *s) {
       if (n && append(s, s->raw, n) < 0) return -1;
       consume(s, n);
       if (s->content_left >= 0) s->content_left -= (long)n;
-      return s->content_left == 0 || (s->content_left < 0 && s->eof) ? 1 : 0;
+      if (s->content_left == 0 || (s->content_left < 0 && s->eof)) return 1;
+      return s->eof ? -1 : 0; /* closed before Content-Length's bytes came: cut short */
     }
     if (s->chunk_left < 0) {
       char *crlf = memmem(s->raw, s->raw_len, "\r\n", 2);
@@ -299,9 +300,11 @@ int gs_http_body(const char *method, const char *path, const char *body, long ti
   struct gs_stream *s = open_stream(method, path, "application/json", body, deadline, &out->status,
                                     err, errlen);
   if (!s) return -1;
+  /* every way an answer can stop short (fewer bytes than Content-Length, a chunk cut off, the
+   * connection closed mid-body, nothing more in time) ends here as an error by the deadline */
   int done;
   while ((done = decode(s)) == 0) {
-    if (fill(s, deadline) < 0) {
+    if (s->eof || fill(s, deadline) < 0) {
       done = -1;
       break;
     }
@@ -371,6 +374,7 @@ int gs_watch_next(struct gs_stream *s, char **data, size_t *len, long idle_ms) {
     int got = next_event(s, data, len);
     if (got != 0) return got;
     if (done == 1 || (s->eof && s->raw_len == 0)) return 0;
+    if (s->eof) return -1; /* bytes left that make no whole event, and no more will come */
     if (fill(s, now_ms() + idle_ms) < 0) return -1;
   }
 }

@@ -217,7 +217,7 @@ GS_EXPORT CUresult cuInit(unsigned flags) {
   int rc = gs_before_cuinit();
   if (rc) return rc;
   rc = REAL(cuInit, (flags));
-  if (rc == GS_CUDA_SUCCESS) gs_after_cuinit();
+  gs_after_cuinit(rc);
   return rc;
 }
 

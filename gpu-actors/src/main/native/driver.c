@@ -7,8 +7,11 @@
  *   dlopen("libcuda.so.1") and dlsym on that handle (how the CUDA runtime finds cuGetProcAddress):
  *   a look-up on a handle never sees LD_PRELOAD objects, so this library answers dlsym too.
  *   cuGetProcAddress(name, version, flags) (how the runtime finds every other function): the real
- *   driver picks the variant (cuMemAlloc@3020 is cuMemAlloc_v2, the per-thread flag picks _ptsz),
- *   and this library hands back its wrapper for the variant picked, by the real pointer.
+ *   driver picks the variant (cuMemAlloc@3020 is cuMemAlloc_v2, the per-thread flag picks _ptsz)
+ *   and may hand back an internal entry point, not the exported symbol's address. This library
+ *   finds the variant by the same rule (name, version, flags: variant_of()), keeps the pointer the
+ *   driver gave as that variant's real function, and hands back its wrapper. A name it does not
+ *   wrap passes through as the driver gave it (said once under GPUSHARE_DEBUG=1).
  *
  * The real driver and NVML are opened here with libc's dlopen and looked up with libc's dlsym on
  * their handles, which never finds this library's wrappers.
@@ -108,23 +111,89 @@ void *gs_cuda_wrapper(const char *name) {
   return NULL;
 }
 
-/* The wrapper standing for the variant the driver chose for `symbol`, or the driver's own pointer
- * when this library wraps no such variant. */
-static void *wrapped(const char *symbol, void *real, int version, uint64_t flags) {
-  int wraps_name = 0;
+/* cuda.h's CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (1 << 1) */
+#define PER_THREAD_FLAG 2ull
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* The CUDA version an exported variant came with, and whether it is a per-thread default stream
+ * one (cuda.h and cudaTypedefs.h's PFN_<name>_v<version>): the unsuffixed name is the first; _v2
+ * of the memory, copy, set and array API came with 3020 (cuda.h maps the name to it from
+ * __CUDA_API_VERSION 3020 on); _ptds and _ptsz with 7000 (or with the function, when younger:
+ * the rule takes the newest variant not newer than the version asked for, so a younger function
+ * asked for at its own version gets its per-thread variant); the later _v2s are listed. */
+static int variant_version(const char *base, const char *name, int *per_thread) {
+  *per_thread = ends_with(name, "_ptds") || ends_with(name, "_ptsz");
+  if (strcmp(base, name) == 0) return 0;
+  if (*per_thread) return 7000;
+  if (strcmp(name, "cuCtxSynchronize_v2") == 0) return 13000;
+  if (strcmp(name, "cuGetProcAddress_v2") == 0) return 12000;
+  if (ends_with(name, "_v2")) return 3020;
+  return 0x7fffffff; /* unknown: never picked by the rule */
+}
+
+/* The row of the variant the driver picks for (symbol, version, flags): the newest not newer than
+ * version, among the per-thread ones when the flag asks for them and there are some. A symbol
+ * given by its exported name is that row. NULL when this library wraps no such name. */
+static struct gs_cuda_fn *variant_of(const char *symbol, int version, uint64_t flags) {
+  struct gs_cuda_fn *legacy = NULL, *per_thread = NULL;
+  int legacy_v = -1, per_thread_v = -1;
   for (size_t i = 0; i < gs_cuda_fns_count; i++) {
     struct gs_cuda_fn *fn = &gs_cuda_fns[i];
-    if (strcmp(fn->base, symbol) != 0 && strcmp(fn->name, symbol) != 0) continue;
-    wraps_name = 1;
-    void *p = atomic_load_explicit(&fn->real, memory_order_acquire);
-    if (!p) p = gs_cuda_resolve(fn);
-    if (p == real) return fn->wrapper;
+    if (strcmp(fn->name, symbol) == 0 && strcmp(fn->base, symbol) != 0) return fn;
+    if (strcmp(fn->base, symbol) != 0) continue;
+    int pt, v = variant_version(fn->base, fn->name, &pt);
+    if (v > version) continue;
+    if (pt && v > per_thread_v) per_thread = fn, per_thread_v = v;
+    if (!pt && v > legacy_v) legacy = fn, legacy_v = v;
   }
-  if (wraps_name) {
-    gs_debug("cuGetProcAddress(%s, %d, %llu) gave a variant this library does not wrap: its calls "
-             "pass unwatched", symbol, version, (unsigned long long)flags);
+  return (flags & PER_THREAD_FLAG) && per_thread ? per_thread : legacy;
+}
+
+/* (symbol, version, flags) already said under GPUSHARE_DEBUG: a set without a lock (hashes). */
+static _Atomic uint64_t said[1024];
+
+static int first_time(const char *symbol, int version, uint64_t flags) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char *p = symbol; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  h = (h ^ (uint64_t)(unsigned)version) * 1099511628211ull;
+  h = (h ^ flags) * 1099511628211ull;
+  if (!h) h = 1;
+  for (size_t i = 0, at = h % 1024; i < 1024; i++, at = (at + 1) % 1024) {
+    uint64_t seen = 0;
+    if (atomic_compare_exchange_strong(&said[at], &seen, h)) return 1;
+    if (seen == h) return 0;
   }
-  return real;
+  return 0; /* full: enough said */
+}
+
+/* The wrapper standing for the variant the driver chose for `symbol`, or the driver's own pointer
+ * when this library wraps no such variant. The driver's pointer becomes the row's real function
+ * (an exported variant's address, or an internal entry point of the same variant): the wrapper
+ * calls exactly what the driver chose. */
+static void *wrapped(const char *symbol, void *real, int version, uint64_t flags) {
+  struct gs_cuda_fn *fn = NULL;
+  /* the exported variant's own address says which it is, whatever the rule says */
+  for (size_t i = 0; i < gs_cuda_fns_count && !fn; i++) {
+    struct gs_cuda_fn *f = &gs_cuda_fns[i];
+    if (strcmp(f->base, symbol) != 0 && strcmp(f->name, symbol) != 0) continue;
+    void *p = atomic_load_explicit(&f->real, memory_order_acquire);
+    if (!p) p = gs_cuda_resolve(f);
+    if (p == real) fn = f;
+  }
+  if (!fn) fn = variant_of(symbol, version, flags);
+  if (!fn) {
+    if (gs_cfg.debug && first_time(symbol, version, flags)) {
+      gs_debug("cuGetProcAddress(%s, %d, %llu): not wrapped, its calls go to the driver unwatched",
+               symbol, version, (unsigned long long)flags);
+    }
+    return real;
+  }
+  atomic_store_explicit(&fn->real, real, memory_order_release);
+  return fn->wrapper;
 }
 
 typedef CUresult (*proc_address_fn)(const char *, void **, int, uint64_t);

@@ -167,10 +167,13 @@ void gs_limit_after_fork(void);
 
 /* cuInit's entry: the first GPU use. Raises demand (share-pool) or finds the pinned GPU (static),
  * waits for the grant, then sets CUDA_VISIBLE_DEVICES to the granted GPU's UUID, all before the
- * real cuInit. Returns 0 to call the real cuInit, or the CUresult to fail with. */
+ * real cuInit. A CUDA_VISIBLE_DEVICES that leaves no device (a CPU-only process) raises nothing.
+ * Returns 0 to call the real cuInit (then gs_after_cuinit, whatever it answered), or the CUresult
+ * to fail with. */
 int gs_before_cuinit(void);
-/* After the real cuInit succeeded: the memory limit is computed from the granted device. */
-void gs_after_cuinit(void);
+/* After the real cuInit: CUDA_VISIBLE_DEVICES is the user's again; when it succeeded, the memory
+ * limit is computed from the granted device. */
+void gs_after_cuinit(int rc);
 
 /* How many of workload.env's CUDA_MPS_* variables a grant carries (state.c names them). */
 #define GS_MPS_VARS 4

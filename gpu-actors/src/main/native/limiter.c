@@ -389,6 +389,7 @@ void gs_limit_at_exit(void) {
 
 void gs_limit_after_fork(void) {
   /* the child has no controller thread and no pid slot of its own; its grant sets its limit */
+  pthread_mutex_init(&limit_mu, NULL); /* a parent's thread may have held it across fork */
   atomic_store(&running, 0);
   atomic_store(&aim, 0);
   my_pid_slot = -1;

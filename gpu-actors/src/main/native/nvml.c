@@ -302,3 +302,9 @@ void *gs_nvml_wrapper(const char *name) {
     if (strcmp(name, names[f]) == 0) return real(f) ? wrappers[f] : NULL;
   return NULL;
 }
+
+/* After fork the child makes view_lock anew: a thread of the parent may have held it. */
+static void nvml_after_fork_child(void) { pthread_mutex_init(&view_lock, NULL); }
+__attribute__((constructor)) static void nvml_fork_safe(void) {
+  pthread_atfork(NULL, NULL, nvml_after_fork_child);
+}

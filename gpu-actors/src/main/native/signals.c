@@ -11,6 +11,15 @@
  * default, and the contract's own signals), the process leaves the pod's registry; the last GPU
  * process of the pod gives the share back (DELETE demand). A SIGKILL from elsewhere cannot be seen:
  * the node's idle and no-process release covers it.
+ *
+ * PID 1: a pod's `command` is PID 1 of its container's PID namespace, and the kernel drops every
+ * signal sent to that process from inside its namespace unless the process handles it, SIGKILL
+ * included (pid_namespaces(7)); one from outside (the kubelet's SIGTERM) reaches it only through a
+ * handler. So kill(getpid()) and raise() cannot end it: where a signal's disposition would end the
+ * process (its default, or this library's release handler), the library leaves the pod and ends
+ * the process itself with _exit(128 + signal), the status a shell reports for that signal. A
+ * handler the workload installed is called as anywhere else (signals with a handler are delivered
+ * to PID 1).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,9 +61,13 @@ static void leave(int in_handler) {
 
 void gs_release_at_exit(void) { leave(0); }
 
+/* Whether the kernel ignores this process's signals to itself that have no handler. */
+static int unkillable_from_inside(void) { return getpid() == 1; }
+
 static void on_deadly(int sig) {
   int saved = errno;
   leave(1);
+  if (unkillable_from_inside()) _exit(128 + sig); /* raise() would be dropped */
   signal(sig, SIG_DFL);
   raise(sig); /* blocked until this handler returns, then the default action */
   errno = saved;
@@ -86,8 +99,12 @@ static int ends_process(int sig) {
 }
 
 static void deliver(int sig) {
-  if (ends_process(sig)) leave(0);
+  int ends = ends_process(sig);
+  if (ends) leave(0);
+  if (ends && unkillable_from_inside()) _exit(128 + sig);
   kill(getpid(), sig);
+  /* SIGKILL to itself ends the process before kill() returns to it; should it ever not */
+  if (sig == SIGKILL) _exit(128 + SIGKILL);
 }
 
 static void sleep_ms(long ms) {

@@ -9,7 +9,15 @@
  * CUDA_VISIBLE_DEVICES is set to the granted GPU's UUID before the real cuInit, and a later grant
  * on another GPU is not this process's to use (the member restores checkpointed pods on their own
  * GPU; a pod under the signal contract is being stopped).
+ *
+ * Locks. `mu` guards the state below and is never held during a request to the data plane: a
+ * request lets it go and takes it again (call()), so a CUDA call's slow path, NVML and fork() never
+ * wait for the network. `order_mu` (taken before mu) is held across a request whose answer becomes
+ * the view and the view's application, and across a watch event's application with its re-check,
+ * so that views are applied in the order they were asked for. After fork the child initialises
+ * every lock anew (a thread of the parent may have held one): nothing is held across fork.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,6 +56,10 @@ static const char *const mps_vars[GS_MPS_VARS] = {
     "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t order_mu = PTHREAD_MUTEX_INITIALIZER;
+/* cuInit's: held from the environment set for the real cuInit until it is restored */
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int init_held;
 static pthread_cond_t cv; /* a new view came (CLOCK_MONOTONIC) */
 static enum phase phase = P_NEW;
 static struct view view;
@@ -60,6 +72,10 @@ static char last_problem[64];
 static int config_said, unpinned_said;
 /* This process wants or uses the pod's GPU (share-pool): its exit may be the pod's release. */
 static int user;
+/* The real cuInit succeeded under the grant's CUDA_VISIBLE_DEVICES (it reads it no more). */
+static int cuinit_ok;
+/* Watch opens answered 404 and confirmed by a fresh GET, in a row. */
+static int gone_seen;
 
 static long now_ms(void) {
   struct timespec t;
@@ -127,39 +143,86 @@ static void problem(const char *kind, const char *fmt, ...) {
              : "CUDA calls wait, retrying every 2s");
 }
 
-/* One call to the data plane that must answer a PodView; 0 with *v, or -1 (said). */
-static int call(const char *method, const char *suffix, struct view *v) {
+/* What a failed call() says, once (problem()). */
+struct failure {
+  char kind[16];
+  char line[900];
+};
+
+static void fail(struct failure *f, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fail(struct failure *f, const char *kind, const char *fmt, ...) {
+  snprintf(f->kind, sizeof f->kind, "%s", kind);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->line, sizeof f->line, fmt, ap);
+  va_end(ap);
+}
+
+/* One request to the data plane that must answer a PodView, with no lock held: 0 with *v, or -1
+ * with *f (and the HTTP status in *status, 0 when no answer came). */
+static int fetch(const char *method, const char *suffix, struct view *v, struct failure *f,
+                 int *status) {
   char path[600], err[256], detail[300];
   gs_pod_path(path, sizeof path, suffix);
   struct gs_response r;
+  *status = 0;
   if (gs_http(method, path, 10000, &r, err, sizeof err) < 0) {
-    problem("unreachable", "cannot reach the gpushare data plane at %s (%s): set GPUSHARE_SERVER "
-            "to the node's data-plane address", gs_cfg.server, err);
+    fail(f, "unreachable", "cannot reach the gpushare data plane at %s (%s): set GPUSHARE_SERVER "
+         "to the node's data-plane address", gs_cfg.server, err);
     return -1;
   }
+  *status = r.status;
   detail_of(&r, detail, sizeof detail);
   int rc = -1;
   if (r.status == 401 || r.status == 403) {
-    problem("token", "the data plane at %s refused the token (HTTP %d: %s): set "
-            "GPUSHARE_TOKEN_FILE to a file holding a token it accepts (now %s)", gs_cfg.server,
-            r.status, detail, gs_cfg.token_file[0] ? gs_cfg.token_file : "unset");
+    fail(f, "token", "the data plane at %s refused the token (HTTP %d: %s): set "
+         "GPUSHARE_TOKEN_FILE to a file holding a token it accepts (now %s)", gs_cfg.server,
+         r.status, detail, gs_cfg.token_file[0] ? gs_cfg.token_file : "unset");
   } else if (r.status == 404) {
-    problem("unknown", "the arbiter does not know pod %s/%s (HTTP 404: %s): set GPUSHARE_POD, or "
-            "POD_NAMESPACE and POD_NAME, to this pod", gs_cfg.ns, gs_cfg.name, detail);
+    fail(f, "unknown", "the arbiter does not know pod %s/%s (HTTP 404: %s): set GPUSHARE_POD, or "
+         "POD_NAMESPACE and POD_NAME, to this pod", gs_cfg.ns, gs_cfg.name, detail);
   } else if (r.status < 200 || r.status > 299) {
-    problem("status", "the data plane answered %s %s with HTTP %d: %s", method, path, r.status,
-            detail);
+    fail(f, "status", "the data plane answered %s %s with HTTP %d: %s", method, path, r.status,
+         detail);
   } else if (parse_view(r.body, r.len, v) < 0) {
-    problem("unreadable", "cannot read the data plane's answer to %s %s (not a pod view: %.80s): "
-            "check that GPUSHARE_SERVER=%s is the gpushare data plane", method, path,
-            r.body ? r.body : "", gs_cfg.server);
+    fail(f, "unreadable", "cannot read the data plane's answer to %s %s (not a pod view: %.80s): "
+         "check that GPUSHARE_SERVER=%s is the gpushare data plane", method, path,
+         r.body ? r.body : "", gs_cfg.server);
   } else {
-    last_problem[0] = '\0';
     rc = 0;
   }
   free(r.body);
   return rc;
 }
+
+/* Under mu: one request, with mu let go while it is under way (the caller checks again what it
+ * decided on: the state may have moved meanwhile); a failure is said. 0 with *v, or -1. */
+static int call_status(const char *method, const char *suffix, struct view *v, int *status) {
+  struct failure f;
+  int st;
+  pthread_mutex_unlock(&mu);
+  int rc = fetch(method, suffix, v, &f, &st);
+  pthread_mutex_lock(&mu);
+  if (status) *status = st;
+  if (rc < 0) problem(f.kind, "%s", f.line);
+  else last_problem[0] = '\0';
+  return rc;
+}
+
+static int call(const char *method, const char *suffix, struct view *v) {
+  return call_status(method, suffix, v, NULL);
+}
+
+/* Under mu: takes order_mu too (before mu, as everywhere), for a request whose answer becomes the
+ * view. The state may have moved while mu was let go. */
+static void order_begin(void) {
+  pthread_mutex_unlock(&mu);
+  pthread_mutex_lock(&order_mu);
+  pthread_mutex_lock(&mu);
+}
+
+static void order_end(void) { pthread_mutex_unlock(&order_mu); }
 
 /* ------------------------------------------------------------------ the state word */
 
@@ -168,7 +231,9 @@ static int granted_here(const struct view *v) {
          (!bound_uuid[0] || strcmp(bound_uuid, v->uuid) == 0);
 }
 
-static void take_grant(const struct view *v) {
+/* The grant as this process holds it; with_limit: a CUDA user's, whose launches the compute limit
+ * paces (an NVML-only process, nvidia-smi or a monitoring agent, starts no limiter). */
+static void take_grant(const struct view *v, int with_limit) {
   grant.index = v->gpu_index;
   snprintf(grant.uuid, sizeof grant.uuid, "%s", v->uuid);
   grant.core_limit = v->core;
@@ -176,13 +241,14 @@ static void take_grant(const struct view *v) {
   grant.is_static = strcmp(v->policy, "static") == 0;
   memcpy(grant.mps, v->mps, sizeof grant.mps);
   atomic_store(&grant_known, 1);
-  gs_limit_set(v->core, strcmp(v->limit_mode, "library") == 0);
+  if (with_limit) gs_limit_set(v->core, strcmp(v->limit_mode, "library") == 0);
 }
 
-/* A new view of the pod, under mu: the state word follows it, and the signal contract or the
- * checkpoint hold begins when the pod leaves Running under this process. A view from the watch
- * that would take such a step is looked at again first (a fresh GET): the stream may have fetched
- * it before this process's own demand was decided, and an answer may be newer than the stream. */
+/* A new view of the pod, under order_mu and mu: the state word follows it, and the signal
+ * contract or the checkpoint hold begins when the pod leaves Running under this process. A view
+ * from the watch that would take such a step is looked at again first (a fresh GET, mu let go
+ * meanwhile): the stream may have fetched it before this process's own demand was decided, and an
+ * answer may be newer than the stream. */
 static void follow(const struct view *v, int from_watch) {
   view = *v;
   gs_debug("view (%s): %s%s%s", from_watch ? "watch" : "answer", v->state, v->ckpt[0] ? ", checkpoint " : "", v->ckpt);
@@ -207,6 +273,8 @@ static void follow(const struct view *v, int from_watch) {
       follow(&fresh, 0);
       return;
     }
+    /* mu was let go meanwhile */
+    if (phase == P_STOPPING || atomic_load(&gs_left_pod)) return;
   }
   if (phase == P_HELD && !v->ckpt[0]) {
     phase = P_STOPPING;
@@ -256,30 +324,46 @@ static void *watch_main(void *arg) {
     int status = 0;
     gs_debug("opening the watch");
     if (gs_watch_open(path, &s, &status, err, sizeof err) < 0 || status != 200) {
+      pthread_mutex_lock(&order_mu);
       pthread_mutex_lock(&mu);
       if (s == NULL) {
         problem("unreachable", "cannot reach the gpushare data plane at %s (%s): set "
                 "GPUSHARE_SERVER to the node's data-plane address", gs_cfg.server, err);
       } else if (status == 404) {
-        /* the pod is gone: nothing of it is this process's any more */
-        struct view gone = view;
-        snprintf(gone.state, sizeof gone.state, "Deleted");
-        gone.has_gpu = 0;
-        gone.ckpt[0] = '\0';
-        follow(&gone, 2);
+        /* The member answers 404 while it (re)creates a pod too: the pod is gone only when a fresh
+         * GET says so as well, at two watch opens in a row. Anything else is a view to follow. */
+        struct view fresh;
+        int st = 0;
+        if (call_status("GET", "", &fresh, &st) == 0) {
+          gone_seen = 0;
+          follow(&fresh, 0);
+        } else if (st == 404 && ++gone_seen >= 2) {
+          gs_debug("the pod is gone (404 on the watch and on a fresh GET, twice)");
+          /* nothing of it is this process's any more */
+          struct view gone = view;
+          snprintf(gone.state, sizeof gone.state, "Deleted");
+          gone.has_gpu = 0;
+          gone.ckpt[0] = '\0';
+          follow(&gone, 2);
+        }
       }
       pthread_mutex_unlock(&mu);
+      pthread_mutex_unlock(&order_mu);
       gs_watch_close(s);
       usleep(RETRY_MS * 1000);
       continue;
     }
     atomic_store(&watch_stream, s);
+    pthread_mutex_lock(&mu);
+    gone_seen = 0;
+    pthread_mutex_unlock(&mu);
     char *data;
     size_t len;
     int got;
     while ((got = gs_watch_next(s, &data, &len, WATCH_IDLE_MS)) == 1) {
       struct view v;
       int ok = parse_view(data, len, &v) == 0;
+      pthread_mutex_lock(&order_mu);
       pthread_mutex_lock(&mu);
       if (ok) {
         last_problem[0] = '\0';
@@ -290,6 +374,7 @@ static void *watch_main(void *arg) {
                 gs_cfg.server);
       }
       pthread_mutex_unlock(&mu);
+      pthread_mutex_unlock(&order_mu);
       free(data);
     }
     gs_debug("watch ended (%s); reconnecting", got == 0 ? "end of stream" : "silent or broken");
@@ -336,7 +421,26 @@ static void waiting_line(void) {
   next_line_ms = now + gs_cfg.wait_interval_ms;
 }
 
-/* Under mu: 0 once the pod is Running here (the state word open), else the CUresult to fail with. */
+/* CUDA_VISIBLE_DEVICES as the user set it makes the driver see no device: a CPU-only process.
+ * The driver keeps the entries before the first it cannot use (NVIDIA's CUDA_VISIBLE_DEVICES:
+ * "0,2,-1,1" shows devices 0 and 2), so an empty value, or a first entry that is neither an index
+ * nor a GPU-/MIG- UUID ("-1", "-1,0", "none"), leaves no device at all. */
+static int cpu_only(void) {
+  const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+  if (!cvd) return 0;
+  while (*cvd == ' ') cvd++;
+  size_t n = strcspn(cvd, ",");
+  while (n && cvd[n - 1] == ' ') n--;
+  if (n == 0) return 1;
+  if (strncmp(cvd, "GPU-", 4) == 0 || strncmp(cvd, "MIG-", 4) == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!isdigit((unsigned char)cvd[i])) return 1;
+  }
+  return 0;
+}
+
+/* Under mu: 0 once the pod is Running here (the state word open), else the CUresult to fail with.
+ * Requests let mu go (call()): every step is decided again from the state as it is after one. */
 static int acquire(void) {
   for (;;) {
     if (phase == P_INERT) return 0;
@@ -347,21 +451,41 @@ static int acquire(void) {
       }
       return GS_CUDA_ERROR_NO_DEVICE;
     }
+    if (phase == P_NEW && cpu_only()) {
+      /* it asked for no GPU: no demand, no share, the driver's own answer (no device) */
+      gs_debug("CUDA_VISIBLE_DEVICES='%s' leaves no device: a CPU-only process, left alone",
+               getenv("CUDA_VISIBLE_DEVICES"));
+      phase = P_INERT;
+      atomic_store(&gs_gate_word, 0);
+      return 0;
+    }
     if (phase == P_NEW) {
+      order_begin();
+      if (phase != P_NEW) { /* another thread did it meanwhile */
+        order_end();
+        continue;
+      }
       struct view v;
       if (call("GET", "", &v) < 0) {
+        order_end();
         if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
         wait_ms(RETRY_MS);
+        continue;
+      }
+      if (phase != P_NEW) {
+        order_end();
         continue;
       }
       if (strcmp(v.policy, "share-pool") != 0 && strcmp(v.policy, "static") != 0) {
         phase = P_INERT; /* a pod without a share: left entirely alone */
         atomic_store(&gs_gate_word, 0);
+        order_end();
         return 0;
       }
       gs_pod_open();
       phase = P_WAITING;
       view = v;
+      order_end();
       if (strcmp(v.policy, "share-pool") == 0) {
         /* counted as the pod's from now: a sibling that exits meanwhile does not release the
          * share this process is about to use, and this one's exit or deadly signal withdraws a
@@ -374,7 +498,7 @@ static int acquire(void) {
     }
     int is_static = strcmp(view.policy, "static") == 0;
     if (granted_here(&view) && phase != P_STOPPING) {
-      take_grant(&view);
+      take_grant(&view, 1);
       next_line_ms = -1;
       if (phase == P_WAITING || phase == P_HELD) phase = P_RUNNING;
       atomic_store(&gs_gate_word, gs_limit_word());
@@ -383,13 +507,20 @@ static int acquire(void) {
     if (!is_static && phase != P_STOPPING && strcmp(view.state, "Hibernation") == 0 &&
         now_ms() - last_post_ms >= RETRY_MS) {
       /* the demand: Hibernation -> Ready (or straight to Running) */
+      last_post_ms = now_ms(); /* before mu is let go: one demand at a time */
+      order_begin();
+      if (phase == P_STOPPING || strcmp(view.state, "Hibernation") != 0) {
+        order_end();
+        continue;
+      }
       struct view v;
-      last_post_ms = now_ms();
       gs_debug("raising demand");
       if (call("POST", "/demand", &v) < 0) {
+        order_end();
         if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
       } else {
         follow(&v, 0);
+        order_end();
         if (strcmp(v.state, "Ready") == 0) waiting_line(); /* at once */
       }
       continue;
@@ -403,7 +534,9 @@ static int acquire(void) {
       if (gs_cfg.on_error == GS_ON_ERROR_FAIL) return GS_CUDA_ERROR_NO_DEVICE;
       wait_ms(RETRY_MS);
       struct view v;
+      order_begin();
       if (call("GET", "", &v) == 0) view = v;
+      order_end();
       continue;
     }
     long wait = next_line_ms >= 0 ? next_line_ms - now_ms() : RETRY_MS;
@@ -426,26 +559,54 @@ int gs_gate_slow(void) {
   return rc;
 }
 
+/* The user's CUDA_VISIBLE_DEVICES while the real cuInit reads the grant's (under init_mu). */
+static char *user_cvd;
+static int user_cvd_set, cvd_replaced;
+
 int gs_before_cuinit(void) {
   pthread_once(&loaded, load);
   if (!gs_cfg.active) return 0;
+  pthread_mutex_lock(&init_mu);
   pthread_mutex_lock(&mu);
   int rc = acquire();
-  if (rc == 0 && phase != P_INERT && !bound_uuid[0]) {
-    /* before the driver reads it: this process sees its granted GPU only */
+  if (rc == 0 && phase != P_INERT && !cuinit_ok) {
+    /* The driver reads it at cuInit, the first that succeeds: this process sees its granted GPU
+     * only. The user's value is back once the real cuInit returns (gs_after_cuinit): children
+     * (spawned workers, each preloaded, ask for their own grant) and the program see what they
+     * had. setenv is not safe against a getenv of another thread at the same moment (libc's rule
+     * for every setenv); the window is the real cuInit, made once. */
+    const char *had = getenv("CUDA_VISIBLE_DEVICES");
+    free(user_cvd);
+    user_cvd = had ? strdup(had) : NULL;
+    user_cvd_set = had != NULL;
+    cvd_replaced = 1;
     setenv("CUDA_VISIBLE_DEVICES", grant.uuid, 1);
     /* Under MPS the driver finds the granted GPU's control daemon (and the client its limits)
-     * through these; a node without MPS sends only the limits, which a non-MPS client ignores. */
+     * through these; a node without MPS sends only the limits, which a non-MPS client ignores.
+     * They stay set: the driver may read them after cuInit (at context creation), and they are
+     * the pod's own workload.env, the same for every process of the pod on that GPU. */
     for (int i = 0; i < GS_MPS_VARS; i++) {
       if (grant.mps[i][0]) setenv(mps_vars[i], grant.mps[i], 1);
     }
     snprintf(bound_uuid, sizeof bound_uuid, "%s", grant.uuid);
   }
   pthread_mutex_unlock(&mu);
+  if (rc == 0) init_held = 1; /* until gs_after_cuinit */
+  else pthread_mutex_unlock(&init_mu);
   return rc;
 }
 
-void gs_after_cuinit(void) {
+void gs_after_cuinit(int rc) {
+  if (!init_held) return;
+  init_held = 0;
+  if (cvd_replaced) {
+    if (!user_cvd_set) unsetenv("CUDA_VISIBLE_DEVICES");
+    else if (user_cvd) setenv("CUDA_VISIBLE_DEVICES", user_cvd, 1); /* else no copy was had */
+    cvd_replaced = 0;
+  }
+  if (rc == GS_CUDA_SUCCESS && bound_uuid[0]) cuinit_ok = 1;
+  pthread_mutex_unlock(&init_mu);
+  if (rc != GS_CUDA_SUCCESS) return;
   if (!gs_cfg.active || phase == P_INERT || !atomic_load(&grant_known) || gs_mem_limit()) return;
   typedef int (*device_get_t)(int *, int);
   typedef int (*total_mem_t)(size_t *, int);
@@ -472,11 +633,13 @@ int gs_grant_lookup(void) {
   pthread_mutex_lock(&mu);
   struct view v;
   int rc = 0;
-  if (call("GET", "", &v) == 0) {
+  if (call("GET", "", &v) == 0) { /* mu let go meanwhile */
     if (strcmp(v.policy, "share-pool") != 0 && strcmp(v.policy, "static") != 0) {
       rc = -1;
+    } else if (atomic_load(&grant_known)) {
+      rc = 1; /* a CUDA call of this process took it meanwhile */
     } else if (strcmp(v.state, "Running") == 0 && v.has_gpu) {
-      take_grant(&v);
+      take_grant(&v, 0);
       rc = 1;
     }
   }
@@ -486,24 +649,33 @@ int gs_grant_lookup(void) {
 
 /* ------------------------------------------------------------------ load, fork */
 
-static void before_fork(void) { pthread_mutex_lock(&mu); }
-static void after_fork_parent(void) { pthread_mutex_unlock(&mu); }
-static void after_fork_child(void) {
-  /* a forked child has no CUDA context and no watch thread: it starts over, as a new process of
-   * the same pod (its demand is the pod's, already raised or not) */
-  pthread_mutex_unlock(&mu);
-  pthread_cond_destroy(&cv);
+static void init_locks(void) {
+  pthread_mutex_init(&mu, NULL);
+  pthread_mutex_init(&order_mu, NULL);
+  pthread_mutex_init(&init_mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&cv, &ca);
   pthread_condattr_destroy(&ca);
+}
+
+static void after_fork_child(void) {
+  /* Nothing is held across fork (a request under way would hold fork() up): a lock another thread
+   * of the parent held stays held in the child, so every one is made anew. The child has no CUDA
+   * context and no watch thread: it starts over, as a new process of the same pod (its demand is
+   * the pod's, already raised or not). */
+  init_locks();
+  init_held = 0;
+  cvd_replaced = 0;
   if (!gs_cfg.active) return;
   struct gs_stream *parents = atomic_exchange(&watch_stream, NULL);
   if (parents) gs_watch_close(parents); /* its thread is the parent's, not this process's */
   watching = 0;
   user = 0;
   bound_uuid[0] = '\0';
+  cuinit_ok = 0;
+  gone_seen = 0;
   if (phase != P_INERT) phase = P_NEW;
   atomic_store(&gs_gate_word, 1);
   atomic_store(&grant_known, 0);
@@ -513,14 +685,10 @@ static void after_fork_child(void) {
 }
 
 static void load(void) {
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&cv, &ca);
-  pthread_condattr_destroy(&ca);
+  init_locks();
   gs_config_load();
   if (!gs_cfg.active) atomic_store(&gs_gate_word, 0);
-  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  pthread_atfork(NULL, NULL, after_fork_child);
 }
 
 /* Loaded before the program's own code runs; a CUDA call from an earlier constructor loads it

@@ -22,6 +22,8 @@
  *   sleep:MS  loop:MS:N (N launches MS apart)  exit:N  hold (sleeps until killed, silently)
  *   stdin (waits for a line on its standard input)  ignore:USR1|TERM|INT (SIG_IGN)
  *   fork: the child runs the steps after it; the parent waits and exits with the child's status
+ *   env:NAME (prints the variable's value as the program sees it, or "(unset)")
+ *   exec: the process executes itself anew (same options) with the steps after it
  * Exit status 0 after the last step (or exit:N's N); 2 on a usage error.
  */
 #include <dlfcn.h>
@@ -237,6 +239,10 @@ static int step(const char *s, int *exit_now) {
     rc = sync_v2 ? sync_v2(NULL) : CALL(sync);
   } else if (strcmp(s, "streamsync") == 0) {
     rc = CALL(stream_sync, NULL);
+  } else if (strncmp(s, "env:", 4) == 0) {
+    const char *v = getenv(s + 4);
+    snprintf(extra, sizeof extra, " %s", v ? v : "(unset)");
+    rc = 0;
   } else if (sscanf(s, "sleep:%llu", &a) == 1) {
     sleep_ms((long)a);
     rc = 0;
@@ -279,7 +285,18 @@ int main(int argc, char **argv) {
   }
   int rc = resolve(via, flags);
   if (rc) return rc;
+  int first_step = i;
   for (; i < argc; i++) {
+    if (strcmp(argv[i], "exec") == 0) {
+      fflush(NULL);
+      char **again = calloc((size_t)argc + 1, sizeof *again);
+      if (!again) return usage("out of memory");
+      int n = 0;
+      for (int k = 0; k < first_step; k++) again[n++] = argv[k];
+      for (int k = i + 1; k < argc; k++) again[n++] = argv[k];
+      execv("/proc/self/exe", again);
+      return usage("exec failed");
+    }
     if (strcmp(argv[i], "fork") == 0) {
       fflush(NULL);
       pid_t child = fork();

@@ -43,7 +43,8 @@ import java.util.stream.Stream;
  * <p>The test scripts it: {@link #pod} gives a pod whose state it sets at any time (every watch
  * sees the change), {@link StubPod#onDemand} says what a demand does, {@link #requests()} lists
  * every request, and switches make it refuse ({@link #failWith}), talk nonsense ({@link #garbage}),
- * hang up ({@link #closeConnections}, {@link #dropWatches}) or go quiet ({@link #silenceWatches}).
+ * hang up ({@link #closeConnections}, {@link #dropWatches}), cut answers short ({@link #cut}), hold
+ * them ({@link #hold}) or go quiet ({@link #silenceWatches}).
  *
  * <pre>{@code
  * try (DataPlaneStub stub = DataPlaneStub.start()) {
@@ -116,6 +117,18 @@ public final class DataPlaneStub implements AutoCloseable {
   private long endGeneration;
   private int watchers;
   private Function<Request, Answer> interceptor = r -> null;
+  private final List<CutRule> cuts = new ArrayList<>();
+  private Predicate<Request> holding = r -> false;
+
+  /** How {@link #cut} cuts an answer short. */
+  public enum Cut {
+    /** Content-Length says the whole body, half of it comes, then the connection closes. */
+    SHORT_BODY,
+    /** Chunked: a chunk's size line and half its bytes, then the connection closes. */
+    CUT_CHUNK
+  }
+
+  private record CutRule(Predicate<Request> which, Cut how, int[] left) {}
   private ServerSocketChannel unix;
 
   private DataPlaneStub() throws IOException {
@@ -257,6 +270,31 @@ public final class DataPlaneStub implements AutoCloseable {
    */
   public synchronized DataPlaneStub intercept(Function<Request, Answer> f) {
     interceptor = f == null ? r -> null : f;
+    return this;
+  }
+
+  /**
+   * Cuts the next {@code times} answers to requests that match short (a watch too: its headers,
+   * then the cut event), as a server that crashes or a proxy that drops the connection mid-answer.
+   */
+  public synchronized DataPlaneStub cut(Predicate<Request> which, Cut how, int times) {
+    cuts.add(new CutRule(which, how, new int[] {times}));
+    return this;
+  }
+
+  /**
+   * Holds every request that matches (after recording it) until {@link #release()}: an answer
+   * that takes as long as the test wants.
+   */
+  public synchronized DataPlaneStub hold(Predicate<Request> which) {
+    holding = which;
+    return this;
+  }
+
+  /** Answers the held requests and holds no more. */
+  public synchronized DataPlaneStub release() {
+    holding = r -> false;
+    notifyAll();
     return this;
   }
 
@@ -715,11 +753,22 @@ public final class DataPlaneStub implements AutoCloseable {
     byte[] body = ex.getRequestBody().readAllBytes();
     Duration wait;
     Answer intercepted;
+    Cut cut = null;
     synchronized (this) {
       requests.add(request);
       notifyAll();
       wait = delay;
       intercepted = interceptor.apply(request);
+      for (CutRule c : cuts) {
+        if (c.left()[0] > 0 && c.which().test(request)) {
+          c.left()[0]--;
+          cut = c.how();
+          break;
+        }
+      }
+      while (holding.test(request)) {
+        waitNanos(Duration.ofSeconds(1).toNanos());
+      }
     }
     sleep(wait);
     if (intercepted == null) {
@@ -748,6 +797,13 @@ public final class DataPlaneStub implements AutoCloseable {
     if (pod == null) {
       send(ex, notFound(ns, name));
       return;
+    }
+    if (cut != null) {
+      sendCut(
+          ex,
+          what.equals("watch") ? "data: " + pod.json() + "\n\n" : pod.json(),
+          what.equals("watch") ? "text/event-stream" : "application/json",
+          cut);
     }
     switch (what + " " + method) {
       case " GET" -> send(ex, Answer.json(200, pod.json()));
@@ -890,6 +946,30 @@ public final class DataPlaneStub implements AutoCloseable {
     if (body.length > 0) {
       ex.getResponseBody().write(body);
     }
+  }
+
+  /** A 200 with half of {@code body}, then the connection closed (a {@link Hangup}). */
+  private static void sendCut(HttpExchange ex, String body, String contentType, Cut how)
+      throws IOException {
+    byte[] whole = body.getBytes(StandardCharsets.UTF_8);
+    byte[] half = java.util.Arrays.copyOf(whole, whole.length / 2);
+    ex.getResponseHeaders().set("Content-Type", contentType);
+    OutputStream out;
+    if (how == Cut.SHORT_BODY) {
+      ex.sendResponseHeaders(200, whole.length);
+      out = ex.getResponseBody();
+      out.write(half);
+    } else {
+      // the chunked framing written here, so that a chunk can stop in its middle
+      byte[] size = (Integer.toHexString(whole.length) + "\r\n").getBytes(StandardCharsets.UTF_8);
+      ex.getResponseHeaders().set("Transfer-Encoding", "chunked");
+      ex.sendResponseHeaders(200, size.length + half.length);
+      out = ex.getResponseBody();
+      out.write(size);
+      out.write(half);
+    }
+    out.flush();
+    throw new Hangup();
   }
 
   private static Answer notFound(String ns, String name) {

@@ -50,8 +50,15 @@ public final class PodProcess implements AutoCloseable {
   private static final List<String> CLEARED_PREFIXES =
       List.of("LD_", "GPUSHARE_", "POD_", "FAKE_", "ASAN_", "UBSAN_", "LSAN_", "CUDA_");
 
+  /** The prefix that makes a program PID 1 of a PID namespace of its own (see {@link #pid1}). */
+  private static final List<String> PID1 =
+      List.of("unshare", "--pid", "--fork", "--user", "--map-root-user", "--kill-child");
+
+  private static volatile String pid1Problem;
+
   private final String name;
   private final Process process;
+  private final boolean pid1;
   private final OutputStream stdin;
   private final List<String> out = new ArrayList<>();
   private final List<String> err = new ArrayList<>();
@@ -62,9 +69,10 @@ public final class PodProcess implements AutoCloseable {
   private int errCursor;
   private int open = 2;
 
-  private PodProcess(String name, Process process) {
+  private PodProcess(String name, Process process, boolean pid1) {
     this.name = name;
     this.process = process;
+    this.pid1 = pid1;
     this.stdin = process.getOutputStream();
     this.outReader = reader(process.getInputStream(), out, "out");
     this.errReader = reader(process.getErrorStream(), err, "err");
@@ -82,6 +90,7 @@ public final class PodProcess implements AutoCloseable {
     private final List<String> args = new ArrayList<>();
     private final Map<String, String> env = new LinkedHashMap<>();
     private boolean library = true;
+    private boolean pid1;
     private Path path;
 
     private Builder(String program) {
@@ -146,9 +155,26 @@ public final class PodProcess implements AutoCloseable {
       return this;
     }
 
+    /**
+     * As PID 1 of a PID namespace of its own, as a container's command is: {@code unshare --pid
+     * --fork --user --map-root-user --kill-child}, then {@code env} sets LD_PRELOAD for the program
+     * only (unshare and env run without the library). {@link #pid()} is unshare's; {@link #signal}
+     * goes to the program itself, from outside its namespace as the kubelet's does; the program
+     * ends when unshare is killed. Check {@link #pid1Problem()} first.
+     */
+    public Builder pid1() {
+      this.pid1 = true;
+      return this;
+    }
+
     public PodProcess start() {
       NativeBuild b = build == null ? NativeBuild.current() : build;
       List<String> cmd = new ArrayList<>();
+      if (pid1) {
+        cmd.addAll(PID1);
+        cmd.add("env");
+      }
+      int programAt = cmd.size();
       cmd.add(path != null ? path.toString() : b.program(program).toString());
       cmd.addAll(args);
       ProcessBuilder pb = new ProcessBuilder(cmd);
@@ -166,8 +192,11 @@ public final class PodProcess implements AutoCloseable {
               e.put(k, v);
             }
           });
+      if (pid1 && e.containsKey("LD_PRELOAD")) {
+        cmd.add(programAt, "LD_PRELOAD=" + e.remove("LD_PRELOAD"));
+      }
       try {
-        return new PodProcess(program, pb.start());
+        return new PodProcess(program, pb.start(), pid1);
       } catch (IOException ex) {
         throw new UncheckedIOException("cannot start " + cmd, ex);
       }
@@ -176,6 +205,56 @@ public final class PodProcess implements AutoCloseable {
 
   public long pid() {
     return process.pid();
+  }
+
+  /**
+   * Why {@link Builder#pid1} cannot be used here (no unshare, or no user and PID namespaces for
+   * this user), or null when it can: checked once, by running {@code true} as PID 1.
+   */
+  public static String pid1Problem() {
+    String p = pid1Problem;
+    if (p == null) {
+      try {
+        List<String> cmd = new ArrayList<>(PID1);
+        cmd.addAll(List.of("sh", "-c", "test $$ = 1"));
+        Process t = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String said = new String(t.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!t.waitFor(10, TimeUnit.SECONDS)) {
+          t.destroyForcibly();
+          p = String.join(" ", PID1) + " did not end in 10 s";
+        } else {
+          p = t.exitValue() == 0 ? "" : String.join(" ", PID1) + " failed: " + said.strip();
+        }
+      } catch (IOException e) {
+        p = "cannot run unshare: " + e.getMessage();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return "interrupted";
+      }
+      pid1Problem = p;
+    }
+    return p.isEmpty() ? null : p;
+  }
+
+  /** The process a signal is for: the program (PID 1 in its namespace), else the process. */
+  private long target() {
+    if (!pid1) {
+      return pid();
+    }
+    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < end) {
+      // unshare's child: env, which is the program once it has exec'd
+      java.util.Optional<ProcessHandle> child = process.children().findFirst();
+      if (child.isPresent()
+          && child.get().info().command().map(c -> !c.endsWith("/env")).orElse(false)) {
+        return child.get().pid();
+      }
+      if (!process.isAlive()) {
+        break;
+      }
+      Thread.onSpinWait();
+    }
+    throw new AssertionError("no program under " + this + "\n" + transcript());
   }
 
   public boolean isAlive() {
@@ -207,12 +286,12 @@ public final class PodProcess implements AutoCloseable {
   public PodProcess signal(String signal) {
     try {
       Process kill =
-          new ProcessBuilder("kill", "-s", signal, Long.toString(pid()))
+          new ProcessBuilder("kill", "-s", signal, Long.toString(target()))
               .redirectErrorStream(true)
               .start();
       String said = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
-        throw new AssertionError("kill -s " + signal + " " + pid() + " failed: " + said);
+        throw new AssertionError("kill -s " + signal + " " + target() + " failed: " + said);
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -59,6 +59,20 @@ abstract class PodSideScenarios {
         .args(args);
   }
 
+  /**
+   * "pid1": the process is PID 1 of a PID namespace of its own, as a container's command is (the
+   * kernel drops the signals it sends itself without a handler, SIGKILL included); "plain": as is.
+   */
+  static PodProcess.Builder at(String where, PodProcess.Builder b) {
+    if (!where.equals("pid1")) {
+      return b;
+    }
+    String problem = PodProcess.pid1Problem();
+    org.junit.jupiter.api.Assumptions.assumeTrue(
+        problem == null, "cannot run a process as PID 1 of its own PID namespace: " + problem);
+    return b.pid1();
+  }
+
   static String[] uuids(int n) {
     String[] u = new String[n];
     for (int i = 0; i < n; i++) {
@@ -307,10 +321,12 @@ abstract class PodSideScenarios {
     }
   }
 
-  @Test
-  void aSigtermLeftAtItsDefaultReleasesTheShareBeforeItEndsTheProcess() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"plain", "pid1"})
+  void aSigtermLeftAtItsDefaultReleasesTheShareBeforeItEndsTheProcess(String where)
+      throws Exception {
     a.grantOnDemand(0);
-    try (PodProcess p = workload(a, "init", "ctx", "hold").start()) {
+    try (PodProcess p = at(where, workload(a, "init", "ctx", "hold")).start()) {
       p.awaitStdout("ctx -> 0", T);
       p.signal("TERM");
       assertEquals(128 + 15, p.awaitExit(T));
@@ -320,11 +336,14 @@ abstract class PodSideScenarios {
 
   // ------------------------------------------------------------------ 7. the signal contract
 
-  @Test
-  void aPreemptedProcessGetsSigusr1ThenSigtermThenSigkillAndItsCallsWait() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"plain", "pid1"})
+  void aPreemptedProcessGetsSigusr1ThenSigtermThenSigkillAndItsCallsWait(String where)
+      throws Exception {
     a.grantOnDemand(1);
     try (PodProcess p =
-        workload(a, "init", "ctx", "ignore:USR1", "ignore:TERM", "stdin", "launch").start()) {
+        at(where, workload(a, "init", "ctx", "ignore:USR1", "ignore:TERM", "stdin", "launch"))
+            .start()) {
       p.awaitStdout(Pattern.compile("^ignore:TERM -> 0"), T);
       stub.awaitWatchers(1, T);
       a.ready(1); // preempted by a waiting pod, and still wanting a GPU
@@ -332,7 +351,7 @@ abstract class PodSideScenarios {
           Pattern.compile(
               "^gpushare: pod default/a left Running \\(now Ready\\): its GPU share was preempted"
                   + " or revoked: sending SIGUSR1 to workload \\(pid "
-                  + p.pid()
+                  + (where.equals("pid1") ? 1 : p.pid())
                   + "\\), SIGTERM if it still runs 1s later$"),
           T);
       p.send("a call after the signal");
@@ -345,10 +364,12 @@ abstract class PodSideScenarios {
     }
   }
 
-  @Test
-  void aPreemptedProcessWithSigusr1AtItsDefaultEndsAndWithdrawsTheDemand() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"plain", "pid1"})
+  void aPreemptedProcessWithSigusr1AtItsDefaultEndsAndWithdrawsTheDemand(String where)
+      throws Exception {
     a.grantOnDemand(1);
-    try (PodProcess p = workload(a, "init", "ctx", "hold").start()) {
+    try (PodProcess p = at(where, workload(a, "init", "ctx", "hold")).start()) {
       p.awaitStdout("ctx -> 0", T);
       stub.awaitWatchers(1, T);
       a.hibernate(); // revoked (idle release without a checkpoint)
@@ -592,6 +613,207 @@ abstract class PodSideScenarios {
             .start()) {
       assertEquals(0, p.awaitExit(T), p.transcript());
       assertTrue(p.stdout().contains("count 0"), p.transcript());
+    }
+  }
+
+  // ------------------------------------------------------------------ issue 32: the data plane fails
+
+  @Test
+  void anAnswerCutShortIsAnErrorAndTheCallGoesOnOnceAWholeOneComes() throws Exception {
+    a.grantOnDemand(0);
+    stub.cut(r -> r.is("GET", "/pods/a"), DataPlaneStub.Cut.SHORT_BODY, 1)
+        .cut(r -> r.is("POST", "/demand"), DataPlaneStub.Cut.CUT_CHUNK, 1)
+        .cut(r -> r.is("GET", "/watch"), DataPlaneStub.Cut.CUT_CHUNK, 1);
+    try (PodProcess p = workload(a, "init", "ctx", "launch", "exit:0").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("launch -> 0"), p.transcript());
+      assertTrue(
+          p.countStderr(Pattern.compile("^gpushare: cannot reach .*\\(the answer was cut short\\)"))
+              >= 1,
+          p.transcript());
+      assertEquals(2, stub.requests("POST", "/demand").size(), stub.requests().toString());
+    }
+  }
+
+  @Test
+  void aRequestUnderWayHoldsUpNeitherForkNorTheProcess() throws Exception {
+    // fork under GCC 12's AddressSanitizer runtime: see aForkedChildCountsWithItsParent
+    org.junit.jupiter.api.Assumptions.assumeFalse(
+        build().sanitized(), "fork under GCC 12's AddressSanitizer runtime");
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "stdin", "fork", "env:GPUSHARE_POD", "exit:0").start()) {
+      p.awaitStdout("ctx -> 0", T);
+      stub.awaitWatchers(1, T);
+      int gets = stub.requests("GET", "/pods/a").size();
+      stub.hold(r -> r.is("GET", "/pods/a"));
+      try {
+        a.ready(1); // the watch's view is looked at again with a fresh GET: the stub holds it
+        stub.awaitRequests(r -> r.is("GET", "/pods/a"), gets + 1, T);
+        p.send("fork now");
+        p.awaitStdout("env:GPUSHARE_POD -> 0 default/a", T); // the child runs meanwhile
+        a.running(0); // what the held GET answers
+      } finally {
+        stub.release();
+      }
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("SIGUSR1")), p.transcript());
+    }
+  }
+
+  @Test
+  void a404OnTheWatchIsLookedAtAgainAndStopsNothingWhileTheViewSaysRunning() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "stdin", "launch", "exit:0").debug().start()) {
+      p.awaitStdout("ctx -> 0", T);
+      settled(p);
+      int watches = stub.requests("GET", "/watch").size();
+      // the member answers 404 while it (re)creates a pod: twice on the watch, once on a GET too
+      java.util.concurrent.atomic.AtomicInteger watch404 =
+          new java.util.concurrent.atomic.AtomicInteger(2);
+      java.util.concurrent.atomic.AtomicInteger get404 =
+          new java.util.concurrent.atomic.AtomicInteger(1);
+      stub.intercept(
+          r ->
+              (r.is("GET", "/watch") && watch404.getAndDecrement() > 0)
+                      || (r.is("GET", "/pods/a")
+                          && watch404.get() < 2 // the re-check of the first 404
+                          && get404.getAndDecrement() > 0)
+                  ? DataPlaneStub.Answer.problem(404, "Not Found", "pod default/a is not known")
+                  : null);
+      stub.dropWatches();
+      stub.awaitRequests(r -> r.is("GET", "/watch"), watches + 3, T); // two 404s, then a watch
+      stub.awaitWatchers(1, T);
+      p.send("go on");
+      p.awaitStdout("launch -> 0", T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("SIGUSR1")), p.transcript());
+    }
+  }
+
+  /**
+   * The watch has shown the Running view (GPUSHARE_DEBUG's line), after any view it fetched before
+   * the demand and that view's re-check: nothing of the start is still under way.
+   */
+  private void settled(PodProcess p) {
+    stub.awaitWatchers(1, T);
+    p.awaitStderr("gpushare: debug: view (watch): Running", T);
+  }
+
+  @Test
+  void aDeletedPodIsStoppedOnceA404IsConfirmedByAFreshGet() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p = workload(a, "init", "ctx", "hold").debug().start()) {
+      p.awaitStdout("ctx -> 0", T);
+      settled(p);
+      stub.remove("default", "a");
+      p.awaitStderr(Pattern.compile("^gpushare: pod default/a left Running \\(now Deleted\\)"), T);
+      assertEquals(128 + 10, p.awaitExit(T), p.transcript());
+    }
+  }
+
+  @Test
+  void aProcessThatOnlyUsesNvmlStartsNoLimiter() throws Exception {
+    a.limits(50, 50).computeMode("library").running(1);
+    try (PodProcess p =
+        PodProcess.builder("nvml_view")
+            .build(build())
+            .pod(a)
+            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("count 1"), p.transcript());
+    }
+    assertTrue(stub.requests("POST", "/compute").isEmpty(), stub.requests().toString());
+    try (java.util.stream.Stream<Path> files = Files.walk(a.stateDir())) {
+      assertEquals(
+          java.util.List.of(),
+          files.filter(f -> f.toString().endsWith(".limit")).toList(),
+          "no limiter, no limit file");
+    }
+  }
+
+  // ------------------------------------------------------------------ issue 32: the environment
+
+  @ParameterizedTest(name = "CUDA_VISIBLE_DEVICES {0}")
+  @ValueSource(strings = {"unset", "7"})
+  void cudaVisibleDevicesIsTheUsersAgainAfterCuInitForTheProgramAndWhatItStarts(String had)
+      throws Exception {
+    a.grantOnDemand(2);
+    String seen = had.equals("unset") ? "(unset)" : had;
+    try (PodProcess p =
+        workload(a, "init", "env:CUDA_VISIBLE_DEVICES", "exec", "env:CUDA_VISIBLE_DEVICES")
+            .args("init", "exit:0")
+            .env("CUDA_VISIBLE_DEVICES", had.equals("unset") ? null : had)
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(
+          2,
+          p.stdout().stream()
+              .filter(l -> l.equals("env:CUDA_VISIBLE_DEVICES -> 0 " + seen))
+              .count(),
+          p.transcript());
+      // the program started anew (as a spawned worker is) got its own grant for its own cuInit
+      assertEquals(
+          2,
+          p.countStderr(
+              Pattern.compile(
+                  "^fake libcuda: cuInit CUDA_VISIBLE_DEVICES="
+                      + Pattern.quote(DataPlaneStub.uuidOf(2))
+                      + "$")),
+          p.transcript());
+    }
+  }
+
+  @ParameterizedTest(name = "CUDA_VISIBLE_DEVICES=''{0}''")
+  @ValueSource(strings = {"", "-1", "-1,0", "none"})
+  void aCpuOnlyProcessRaisesNoDemandAndTakesNoShare(String cvd) throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "count", "exit:0").env("CUDA_VISIBLE_DEVICES", cvd).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("init -> 100"), p.transcript()); // the driver: no device
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + cvd, T);
+      assertTrue(stub.requests().isEmpty(), stub.requests().toString());
+      assertEquals(0, p.countStderr(Pattern.compile("^gpushare: ")), p.transcript());
+    }
+  }
+
+  // ------------------------------------------------------------------ issue 32: cuGetProcAddress
+
+  /**
+   * The fake driver's cuGetProcAddress, like a real one, gives internal entry points for cuInit,
+   * cuMemAlloc_v2, cuLaunchKernel and others (fake_cuda.c): the library wraps them by name and
+   * version, and says under GPUSHARE_DEBUG=1 which names it lets through.
+   */
+  @Test
+  void internalEntryPointsFromGetProcAddressAreWrappedByNameAndVersion() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "--via", "procaddress", "init", "ctx", "alloc:600000000", "alloc:1000")
+            .args("meminfo", "launch", "sync", "exit:0")
+            .debug()
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(1, stub.requests("POST", "/demand").size(), "cuInit raised the demand");
+      p.awaitStderr("fake libcuda: cuInit CUDA_VISIBLE_DEVICES=" + DataPlaneStub.uuidOf(0), T);
+      assertTrue(p.stdout().contains("alloc:600000000 -> 2"), p.transcript());
+      assertEquals(0, p.countStderr(Pattern.compile("cuMemAlloc_v2\\(600000000\\)")));
+      assertTrue(hasLine(p, "alloc:1000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 499999000 500000000"), p.transcript());
+      assertTrue(p.stdout().contains("launch -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("sync -> 0"), p.transcript());
+      assertEquals(
+          1,
+          p.countStderr(
+              Pattern.compile(
+                  "^gpushare: debug: cuGetProcAddress\\(cuDeviceGet, 13000, 0\\): not wrapped")),
+          p.transcript()); // once, named with its version and flags
+      assertEquals(
+          0,
+          p.countStderr(Pattern.compile("cuGetProcAddress\\(cuMemAlloc, .*not wrapped")),
+          p.transcript());
     }
   }
 }
