@@ -19,6 +19,10 @@
  *                                names, by UUID or index, up to the first it does not know, as
  *                                the driver does
  *   FAKE_CUDA_MEMORY=bytes       each device's memory (default 80 GiB)
+ *   FAKE_CUDA_CONTEXT_BYTES=n    what each context takes of its device (default 0): a real driver
+ *                                takes a few hundred MiB at a context's creation (a primary
+ *                                context's first retain, each cuCtxCreate), shown in cuMemGetInfo
+ *                                and NVML's used memory
  *   FAKE_CUDA_TRACE=1            a line on stderr per call: "fake libcuda: <exported name>(<arg>)"
  *   FAKE_CUDA_FAIL=call:code,... make a call fail with that CUresult, e.g. lock:909 restore:2;
  *                                call is init, state, lock, checkpoint, restore or unlock;
@@ -60,6 +64,8 @@ __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
 __attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
+__attribute__((visibility("hidden"))) int fake_current_device(void);
+__attribute__((visibility("hidden"))) void fake_context_taken(void);
 
 void fake_trace(const char *fmt, ...) {
   const char *t = getenv("FAKE_CUDA_TRACE");
@@ -122,6 +128,9 @@ const char *fake_current_uuid(void) {
   int dev = current ? current->device : 0;
   return dev >= 0 && dev < visible_count ? uuids[visible[dev]] : NULL;
 }
+
+/* The calling thread's current context's device (0 without one). */
+int fake_current_device(void) { return current ? current->device : 0; }
 
 unsigned long long fake_memory(void) {
   const char *m = getenv("FAKE_CUDA_MEMORY");
@@ -276,12 +285,29 @@ CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) {
 
 /* ------------------------------------------------------------------ contexts: one per device */
 
+static int retained[MAX_DEVICES]; /* the primary contexts' retains */
+
+/* Each creation takes the context's memory (FAKE_CUDA_CONTEXT_BYTES) from the device, as a real
+ * driver does; the primary context only at its first retain (later ones share it). The handle is
+ * the device's one context, whichever way it was made. */
 static CUresult context(const char *call, CUcontext *pctx, CUdevice dev, int make_current) {
   fake_trace("%s(%d)", call, dev);
   if (fake_ready()) return fake_ready();
   if (dev < 0 || dev >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&mu);
+  int first = !make_current ? retained[dev]++ == 0 : 1;
+  pthread_mutex_unlock(&mu);
   *pctx = &primary[dev];
-  if (make_current) current = *pctx;
+  CUcontext was = current;
+  current = *pctx; /* the memory is the context's device's */
+  if (first) fake_context_taken();
+  if (!make_current) current = was;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice *dev) {
+  fake_trace("cuCtxGetDevice()");
+  if (fake_ready()) return fake_ready();
+  *dev = current ? current->device : 0;
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
@@ -402,6 +428,9 @@ static const struct variant variants[] = {
   V2(cuDeviceTotalMem, 2000) V2(cuCtxCreate, 2000)
   R(cuCtxCreate, cuCtxCreate_v3, 11040, 0) R(cuCtxCreate, cuCtxCreate_v4, 12050, 0)
   ONE(cuDevicePrimaryCtxRetain, 7000) ONE(cuCtxSetCurrent, 4000) ONE(cuCtxGetCurrent, 4000)
+  ONE(cuCtxGetDevice, 2000) ONE(cuDeviceGetDefaultMemPool, 11020) ONE(cuDeviceGetMemPool, 11020)
+  ONE(cuDeviceSetMemPool, 11020) ONE(cuMemPoolCreate, 11020) ONE(cuMemPoolDestroy, 11020)
+  ONE(cuMemPoolTrimTo, 11020) ONE(cuMemPoolSetAttribute, 11020) ONE(cuMemPoolGetAttribute, 11020)
 #ifndef FAKE_OLD_DRIVER
   ONE(cuCheckpointProcessGetState, 12080) ONE(cuCheckpointProcessLock, 12080)
   ONE(cuCheckpointProcessCheckpoint, 12080) ONE(cuCheckpointProcessRestore, 12080)
@@ -443,6 +472,7 @@ static const struct { const char *name; void *fn; } self[] = {
   SELF(cuDeviceGetName) SELF(cuDeviceGetUuid) SELF(cuDeviceGetUuid_v2) SELF(cuDeviceTotalMem)
   SELF(cuDeviceTotalMem_v2) SELF(cuCtxCreate) SELF(cuCtxCreate_v2) SELF(cuCtxCreate_v3)
   SELF(cuCtxCreate_v4) SELF(cuDevicePrimaryCtxRetain) SELF(cuCtxSetCurrent) SELF(cuCtxGetCurrent)
+  SELF(cuCtxGetDevice)
 #ifndef FAKE_OLD_DRIVER
   SELF(cuCheckpointProcessGetState) SELF(cuCheckpointProcessLock)
   SELF(cuCheckpointProcessCheckpoint) SELF(cuCheckpointProcessRestore)

@@ -16,7 +16,10 @@
  * Steps, in order, each printing one line "<step> -> <CUresult> [what it got]" on stdout:
  *   init  ctx (device 0's primary context, made current)  count  uuid
  *   alloc:BYTES (cuMemAlloc)  pitch:W:H  managed:BYTES  async:BYTES (cuMemAllocAsync)
- *   create:BYTES (cuMemCreate)  array:W:H (cuArrayCreate, one float channel)
+ *   create:BYTES (cuMemCreate)  hostcreate:BYTES (cuMemCreate of pinned host memory)
+ *   array:W:H (cuArrayCreate, one float channel)
+ *   threshold:BYTES (the release threshold of device 0's default pool; max: UINT64_MAX)
+ *   trim:BYTES (cuMemPoolTrimTo of device 0's default pool)
  *   free (the latest allocation of any kind)  freeall  meminfo (free and total)
  *   launch  memcpy (host to the latest allocation)  sync (cuCtxSynchronize)  streamsync
  *   sleep:MS  loop:MS:N (N launches MS apart)  exit:N  hold (sleeps until killed, silently)
@@ -65,6 +68,9 @@ CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemRelease(unsigned long long);
 CUresult cuArrayDestroy(CUarray);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
+CUresult cuDeviceGetDefaultMemPool(void **, CUdevice);
+CUresult cuMemPoolSetAttribute(void *, int, void *);
+CUresult cuMemPoolTrimTo(void *, size_t);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
@@ -90,6 +96,9 @@ CUresult cuStreamSynchronize(CUstream);
   X(release, "cuMemRelease", "cuMemRelease", cuMemRelease)                      \
   X(array_destroy, "cuArrayDestroy", "cuArrayDestroy", cuArrayDestroy)          \
   X(meminfo, "cuMemGetInfo_v2", "cuMemGetInfo", cuMemGetInfo_v2)                \
+  X(default_pool, "cuDeviceGetDefaultMemPool", "cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool) \
+  X(pool_set, "cuMemPoolSetAttribute", "cuMemPoolSetAttribute", cuMemPoolSetAttribute) \
+  X(pool_trim, "cuMemPoolTrimTo", "cuMemPoolTrimTo", cuMemPoolTrimTo)           \
   X(launch, "cuLaunchKernel", "cuLaunchKernel", cuLaunchKernel)                 \
   X(memcpy_htod, "cuMemcpyHtoD_v2", "cuMemcpyHtoD", cuMemcpyHtoD_v2)            \
   X(sync, "cuCtxSynchronize", "cuCtxSynchronize", cuCtxSynchronize)             \
@@ -214,6 +223,20 @@ static int step(const char *s, int *exit_now) {
     CUmemAllocationProp prop = {.type = 1, .location = {.type = 1, .id = 0}};
     rc = CALL(create, &h, a, &prop, 0);
     if (!rc) remember(CREATED, h), snprintf(extra, sizeof extra, " 0x%llx", h);
+  } else if (sscanf(s, "hostcreate:%llu", &a) == 1) {
+    unsigned long long h = 0;
+    CUmemAllocationProp prop = {.type = 1, .location = {.type = 2 /* HOST */, .id = 0}};
+    rc = CALL(create, &h, a, &prop, 0);
+    if (!rc) remember(CREATED, h), snprintf(extra, sizeof extra, " 0x%llx", h);
+  } else if (strncmp(s, "threshold:", 10) == 0 || sscanf(s, "trim:%llu", &b) == 1) {
+    void *pool = NULL;
+    rc = CALL(default_pool, &pool, 0);
+    if (!rc && s[1] == 'h') {
+      unsigned long long t = strcmp(s + 10, "max") == 0 ? ~0ULL : strtoull(s + 10, NULL, 10);
+      rc = CALL(pool_set, pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &t);
+    } else if (!rc) {
+      rc = CALL(pool_trim, pool, b);
+    }
   } else if (sscanf(s, "array:%llu:%llu", &a, &b) == 2) {
     CUarray arr = NULL;
     CUDA_ARRAY_DESCRIPTOR desc = {a, b, 0x20 /* CU_AD_FORMAT_FLOAT */, 1};
