@@ -23,6 +23,8 @@
  *                                takes a few hundred MiB at a context's creation (a primary
  *                                context's first retain, each cuCtxCreate), shown in cuMemGetInfo
  *                                and NVML's used memory
+ *   FAKE_CUDA_MODULE_BYTES=n     what each cuModuleLoad* / cuLibraryLoad* takes until its unload
+ *                                (default 0), as a real driver's eager loading takes
  *   FAKE_CUDA_TRACE=1            a line on stderr per call: "fake libcuda: <exported name>(<arg>)"
  *   FAKE_CUDA_FAIL=call:code,... make a call fail with that CUresult, e.g. lock:909 restore:2;
  *                                call is init, state, lock, checkpoint, restore or unlock;
@@ -431,6 +433,9 @@ static const struct variant variants[] = {
   ONE(cuCtxGetDevice, 2000) ONE(cuDeviceGetDefaultMemPool, 11020) ONE(cuDeviceGetMemPool, 11020)
   ONE(cuDeviceSetMemPool, 11020) ONE(cuMemPoolCreate, 11020) ONE(cuMemPoolDestroy, 11020)
   ONE(cuMemPoolTrimTo, 11020) ONE(cuMemPoolSetAttribute, 11020) ONE(cuMemPoolGetAttribute, 11020)
+  ONE(cuModuleLoad, 2000) ONE(cuModuleLoadData, 2000) ONE(cuModuleLoadDataEx, 2010)
+  ONE(cuModuleLoadFatBinary, 2000) ONE(cuModuleUnload, 2000) ONE(cuLibraryLoadData, 12000)
+  ONE(cuLibraryLoadFromFile, 12000) ONE(cuLibraryUnload, 12000)
 #ifndef FAKE_OLD_DRIVER
   ONE(cuCheckpointProcessGetState, 12080) ONE(cuCheckpointProcessLock, 12080)
   ONE(cuCheckpointProcessCheckpoint, 12080) ONE(cuCheckpointProcessRestore, 12080)

@@ -3,7 +3,8 @@
  * allocations get made-up distinct addresses (or handles) and count against the device's memory
  * (FAKE_CUDA_MEMORY), so cuMemGetInfo's free goes down and a too large one fails with
  * CUDA_ERROR_OUT_OF_MEMORY; launches, copies, sets, waits and queries do nothing and succeed.
- * As a real driver: a context takes FAKE_CUDA_CONTEXT_BYTES (default 0) of the device; a
+ * As a real driver: a context takes FAKE_CUDA_CONTEXT_BYTES (default 0) of the device, a loaded
+ * module or library FAKE_CUDA_MODULE_BYTES (default 0) until its unload; a
  * stream-ordered pool keeps what cuMemFreeAsync gives back until it trims (the pools section says
  * the rules); host-located cuMemCreate memory takes none of the device's. With FAKE_GPU_FILE the
  * device's memory is shared by every process (<FAKE_GPU_FILE>.mem, which the fake
@@ -420,8 +421,12 @@ static void pools_at_sync(void) {
 
 static unsigned long long next_address = 0x7f0000000000ULL, next_small = 0x10000000ULL;
 /* pool: 1 + the pool's index, 0 none; host: memory on the host (cuMemCreate), none of the GPU's */
-static struct block { unsigned long long key, bytes; int pool, host; } *blocks;
+static struct block { unsigned long long key, bytes; int pool, host, small; } *blocks;
 static size_t block_count, block_cap;
+/* Freed address ranges, given again to later allocations that fit (a real driver reuses a freed
+ * address at once: an allocation on another thread may get the address a free just gave back) */
+static struct { unsigned long long key, span; int small; } reusable[1024];
+static size_t reusable_count;
 
 /* small: a 32-bit address, for the _v1 functions; pool: the pool's index, or -1 */
 static CUresult take_from(const char *call, unsigned long long bytes, int small, int pool,
@@ -444,10 +449,20 @@ static CUresult take_from(const char *call, unsigned long long bytes, int small,
   }
   if (rc == CUDA_SUCCESS && grow && !device_take(grow)) rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
+    unsigned long long span = (bytes + 0x1fffff) & ~0x1fffffULL; /* 2 MiB apart, as a driver's */
+    *key = 0;
+    for (size_t i = reusable_count; i-- > 0;) { /* the latest freed range it fits, as a driver's */
+      if (reusable[i].small != small || reusable[i].span < span) continue;
+      *key = reusable[i].key;
+      reusable[i] = reusable[--reusable_count];
+      break;
+    }
     unsigned long long *next = small ? &next_small : &next_address;
-    *key = *next;
-    *next += (bytes + 0x1fffff) & ~0x1fffffULL; /* 2 MiB apart, as a driver's are */
-    blocks[block_count++] = (struct block){*key, bytes, pool + 1, host};
+    if (!*key) {
+      *key = *next;
+      *next += span;
+    }
+    blocks[block_count++] = (struct block){*key, bytes, pool + 1, host, small};
     if (p) {
       p->reserved += grow;
       p->used += bytes;
@@ -473,6 +488,11 @@ static CUresult give(const char *call, unsigned long long key) {
     if (blocks[i].key != key) continue;
     struct block b = blocks[i];
     blocks[i] = blocks[--block_count];
+    if (reusable_count < sizeof reusable / sizeof reusable[0]) {
+      reusable[reusable_count].key = b.key;
+      reusable[reusable_count].span = (b.bytes + 0x1fffff) & ~0x1fffffULL;
+      reusable[reusable_count++].small = b.small;
+    }
     if (b.pool) { /* back to its pool, which keeps it (a destroyed one gives it back) */
       struct pool *p = &pools[b.pool - 1];
       p->used -= b.bytes;
@@ -537,6 +557,53 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t bytes, const v
   if (!rc) *handle = a;
   return rc;
 }
+
+/* ------------------------------------------------------------------ modules */
+
+/* Loading a module or a library takes FAKE_CUDA_MODULE_BYTES (default 0) of the device until its
+ * unload, as a real driver's eager loading takes the module's code, constants and globals. */
+static unsigned long long next_module = 0x5000000ULL;
+
+static CUresult module_load(const char *call, void **handle) {
+  fake_trace("%s()", call);
+  if (fake_ready()) return fake_ready();
+  const char *v = getenv("FAKE_CUDA_MODULE_BYTES");
+  unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
+  CUresult rc = CUDA_SUCCESS;
+  pthread_mutex_lock(&mu);
+  if (block_count == block_cap) {
+    size_t cap = block_cap ? block_cap * 2 : 64;
+    struct block *b = realloc(blocks, cap * sizeof *b);
+    if (b) blocks = b, block_cap = cap;
+    else rc = CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (rc == CUDA_SUCCESS && bytes && !device_take(bytes)) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS) {
+    *handle = (void *)(uintptr_t)next_module;
+    blocks[block_count++] = (struct block){next_module, bytes, 0, 0, 2};
+    next_module += 16;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+#define P_LIB , void *jo, void **jv, unsigned jn, void *lo, void **lv, unsigned ln
+CUresult cuModuleLoad(void **m, const char *file) { return module_load("cuModuleLoad", m); }
+CUresult cuModuleLoadData(void **m, const void *image) { return module_load("cuModuleLoadData", m); }
+CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, void *o, void **v) {
+  return module_load("cuModuleLoadDataEx", m);
+}
+CUresult cuModuleLoadFatBinary(void **m, const void *fatbin) {
+  return module_load("cuModuleLoadFatBinary", m);
+}
+CUresult cuLibraryLoadData(void **l, const void *code P_LIB) {
+  return module_load("cuLibraryLoadData", l);
+}
+CUresult cuLibraryLoadFromFile(void **l, const char *file P_LIB) {
+  return module_load("cuLibraryLoadFromFile", l);
+}
+CUresult cuModuleUnload(void *m) { return give("cuModuleUnload", (uintptr_t)m); }
+CUresult cuLibraryUnload(void *l) { return give("cuLibraryUnload", (uintptr_t)l); }
 
 /* ------------------------------------------------------------------ pools */
 
@@ -827,7 +894,9 @@ QUERIES(DEFINE_QUERY)
   X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemRelease) X(cuArrayDestroy)                     \
   X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceGetDefaultMemPool)      \
   X(cuDeviceGetMemPool) X(cuDeviceSetMemPool) X(cuMemPoolCreate) X(cuMemPoolDestroy)             \
-  X(cuMemPoolTrimTo) X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute)
+  X(cuMemPoolTrimTo) X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute) X(cuModuleLoad)           \
+  X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuLibraryLoadData)        \
+  X(cuLibraryLoadFromFile) X(cuModuleUnload) X(cuLibraryUnload)
 static const struct { const char *name; void *fn; } functions[] = {
   OWN(ROW) SIZED(ROW) UNSIZED(ROW) LAUNCHES(ROW) WAITS(ROW) QUERIES(ROW)
 };

@@ -190,7 +190,11 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuMemPoolTrimTo, cuMemPoolTrimTo) X(cuMemPoolSetAttribute, cuMemPoolSetAttribute)            \
   X(cuMemPoolDestroy, cuMemPoolDestroy) X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)    \
   X(cuCtxCreate, cuCtxCreate) X(cuCtxCreate, cuCtxCreate_v2) X(cuCtxCreate, cuCtxCreate_v3)      \
-  X(cuCtxCreate, cuCtxCreate_v4)
+  X(cuCtxCreate, cuCtxCreate_v4) X(cuModuleLoad, cuModuleLoad)                                  \
+  X(cuModuleLoadData, cuModuleLoadData) X(cuModuleLoadDataEx, cuModuleLoadDataEx)                \
+  X(cuModuleLoadFatBinary, cuModuleLoadFatBinary) X(cuModuleUnload, cuModuleUnload)              \
+  X(cuLibraryLoadData, cuLibraryLoadData) X(cuLibraryLoadFromFile, cuLibraryLoadFromFile)        \
+  X(cuLibraryUnload, cuLibraryUnload)
 
 #define INDEX_WORK(base, name, shape) FN_##name,
 #define INDEX_OWN(base, name) FN_##name,
@@ -525,33 +529,52 @@ static int device_used(uint64_t *used) {
   return 1;
 }
 
-static void context_taken(CUcontext ctx, int measured, uint64_t before) {
-  uint64_t key = (uint64_t)(uintptr_t)ctx, after;
-  if (!measured || !ctx || gs_mem_tracked(key) || !device_used(&after)) return;
+static void context_taken(const char *what, void *handle, int measured, uint64_t before) {
+  uint64_t key = (uint64_t)(uintptr_t)handle, after;
+  if (!measured || !handle || gs_mem_tracked(key) || !device_used(&after)) return;
   uint64_t bytes = after > before ? after - before : 0;
   if (bytes > CONTEXT_MAX) bytes = CONTEXT_MAX;
-  gs_debug("a context took %llu bytes of GPU %s", (unsigned long long)bytes, gs_grant_get()->uuid);
+  gs_debug("a %s took %llu bytes of GPU %s", what, (unsigned long long)bytes,
+           gs_grant_get()->uuid);
   gs_mem_add_taken(bytes);
-  gs_mem_track(key, bytes); /* counted once; given back with the process's count at its end */
+  /* a context is counted until the process ends; a module until its unload */
+  gs_mem_track(key, bytes);
 }
 
-#define CONTEXT(name, params, args, ctx)                   \
+#define MEASURED(what, name, params, args, ctx)            \
   GS_EXPORT CUresult name params {                         \
     int rc = gs_gate();                                    \
     if (rc) return rc;                                     \
     uint64_t before = 0;                                   \
     int measured = device_used(&before);                   \
     rc = REAL(name, args);                                 \
-    if (rc == GS_CUDA_SUCCESS) context_taken(ctx, measured, before); \
+    if (rc == GS_CUDA_SUCCESS) context_taken(what, ctx, measured, before); \
     return rc;                                             \
   }
-CONTEXT(cuDevicePrimaryCtxRetain, (CUcontext *pctx, int dev), (pctx, dev), *pctx)
-CONTEXT(cuCtxCreate, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev), *pctx)
-CONTEXT(cuCtxCreate_v2, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev), *pctx)
+#define CONTEXT(name, params, args) MEASURED("context", name, params, args, *pctx)
+CONTEXT(cuDevicePrimaryCtxRetain, (CUcontext *pctx, int dev), (pctx, dev))
+CONTEXT(cuCtxCreate, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
+CONTEXT(cuCtxCreate_v2, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
 CONTEXT(cuCtxCreate_v3, (CUcontext *pctx, void *affinity, int n, unsigned flags, int dev),
-        (pctx, affinity, n, flags, dev), *pctx)
+        (pctx, affinity, n, flags, dev))
 CONTEXT(cuCtxCreate_v4, (CUcontext *pctx, void *params, unsigned flags, int dev),
-        (pctx, params, flags, dev), *pctx)
+        (pctx, params, flags, dev))
+
+/* Modules and libraries: what loading one takes (its code, constants and globals; little under
+ * lazy loading, CUDA_MODULE_LOADING=LAZY, where a function's code is loaded at its first use and
+ * not seen here) is measured the same way, and given back at its unload. */
+#define MODULE(name, params, args) MEASURED("module", name, params, args, *mod)
+#define LIB_OPTS , void *jit_options, void **jit_values, unsigned jit_n, void *lib_options, \
+                 void **lib_values, unsigned lib_n
+#define LIB_ARGS , jit_options, jit_values, jit_n, lib_options, lib_values, lib_n
+MODULE(cuModuleLoad, (void **mod, const char *file), (mod, file))
+MODULE(cuModuleLoadData, (void **mod, const void *image), (mod, image))
+MODULE(cuModuleLoadDataEx, (void **mod, const void *image, unsigned n, void *options,
+                            void **values), (mod, image, n, options, values))
+MODULE(cuModuleLoadFatBinary, (void **mod, const void *fatbin), (mod, fatbin))
+MODULE(cuLibraryLoadData, (void **mod, const void *code LIB_OPTS), (mod, code LIB_ARGS))
+MODULE(cuLibraryLoadFromFile, (void **mod, const char *file LIB_OPTS), (mod, file LIB_ARGS))
+
 
 /* ------------------------------------------------------------------ cuMemCreate */
 
@@ -661,6 +684,8 @@ FREE_ASYNC(cuMemFreeAsync_ptsz)
 FREE(cuMemRelease, CUmemGenericAllocationHandle, p)
 FREE(cuArrayDestroy, CUarray, p)
 FREE(cuMipmappedArrayDestroy, CUmipmappedArray, p)
+FREE(cuModuleUnload, void *, p)
+FREE(cuLibraryUnload, void *, p)
 
 /* ------------------------------------------------------------------ the table */
 

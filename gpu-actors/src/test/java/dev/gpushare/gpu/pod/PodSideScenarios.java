@@ -252,6 +252,21 @@ abstract class PodSideScenarios {
   }
 
   @Test
+  void aFreeAndAnAllocationRacingOnTheSameAddressNeverLoseACount() throws Exception {
+    // one thread frees and allocates again, the other allocates and keeps: the driver gives the
+    // freed address to the other thread at once, while the free is still being counted
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "race:20000:1000", "meminfo", "exit:0")
+            .env("FAKE_CUDA_TRACE", "0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("race:20000:1000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 480000000 500000000"), p.transcript());
+    }
+  }
+
+  @Test
   void whatAStreamOrderedPoolHoldsCountsUntilThePoolGivesItBack() throws Exception {
     a.grantOnDemand(0);
     try (PodProcess p =
@@ -292,18 +307,26 @@ abstract class PodSideScenarios {
   }
 
   @Test
-  void aContextsOwnMemoryCountsAgainstThePodsLimit() throws Exception {
+  void aContextsAndAModulesOwnMemoryCountAgainstThePodsLimit() throws Exception {
     // the virtual GPU: the fake driver's device memory is the device's, as NVML shows it too, and
     // each context takes 100 MB of it, as a real driver takes a few hundred MiB
     a.grantOnDemand(0);
     try (PodProcess p =
-        workload(a, "init", "ctx", "meminfo", "alloc:450000000", "alloc:400000000", "exit:0")
+        workload(a, "init", "ctx", "meminfo", "alloc:450000000", "module", "meminfo", "free")
+            .args("meminfo", "alloc:400000000", "exit:0")
             .env("FAKE_GPU_FILE", stub.dir().resolve("virtual-gpu").toString())
             .env("FAKE_CUDA_CONTEXT_BYTES", "100000000")
+            .env("FAKE_CUDA_MODULE_BYTES", "50000000")
             .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
             .start()) {
       assertEquals(0, p.awaitExit(T), p.transcript());
-      assertTrue(p.stdout().contains("meminfo -> 0 400000000 500000000"), p.transcript());
+      assertEquals(
+          java.util.List.of(
+              "meminfo -> 0 400000000 500000000", // the context's 100 MB
+              "meminfo -> 0 350000000 500000000", // and a loaded module's 50 MB
+              "meminfo -> 0 400000000 500000000"), // given back at its unload
+          p.stdout().stream().filter(l -> l.startsWith("meminfo")).toList(),
+          p.transcript());
       assertTrue(p.stdout().contains("alloc:450000000 -> 2"), p.transcript());
       assertTrue(hasLine(p, "alloc:400000000 -> 0"), p.transcript());
     }
