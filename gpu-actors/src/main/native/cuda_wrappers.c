@@ -416,6 +416,19 @@ static uint64_t pool_ahead(uint64_t pool, uint64_t bytes) {
   return reserved > used && reserved - used >= bytes ? 0 : bytes;
 }
 
+/* What an allocation from a pool takes from the pod's count before the driver (*ahead): the whole
+ * allocation while the pod has room for it (the common case: no question to the driver), else
+ * nothing when the pool holds that much unused; 0, or the CUresult to fail with. */
+static int pool_reserve(uint64_t pool, uint64_t bytes, uint64_t *ahead) {
+  *ahead = bytes;
+  if (gs_mem_reserve(bytes) == 0) return 0;
+  if (pool && pool_ahead(pool, bytes) == 0) {
+    *ahead = 0;
+    return 0;
+  }
+  return reserve(bytes); /* once more, after the pools were asked what they still hold */
+}
+
 /* After the driver: the pool counted as it is now (before the advance is given back, so the pod
  * is counted over, never under, in between), the address remembered with its pool. Without the
  * pool's figures the allocation is counted by itself, like cuMemAlloc's. */
@@ -436,9 +449,8 @@ static CUresult pool_counted(CUresult rc, uint64_t key, uint64_t bytes, uint64_t
   GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUstream s) {   \
     int rc_ = gs_gate();                                                   \
     if (rc_) return rc_;                                                   \
-    uint64_t pool = gs_cfg.active ? current_pool() : 0;                    \
-    uint64_t ahead = pool ? pool_ahead(pool, bytes) : bytes;               \
-    RESERVE(ahead);                                                        \
+    uint64_t pool = gs_cfg.active ? current_pool() : 0, ahead;             \
+    if ((rc_ = pool_reserve(pool, bytes, &ahead)) != 0) return rc_;        \
     CUresult rc = REAL(name, (dptr, bytes, s));                            \
     return pool_counted(rc, rc ? 0 : *dptr, bytes, pool, ahead);           \
   }
@@ -449,9 +461,8 @@ ALLOC_ASYNC(cuMemAllocAsync_ptsz)
   GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) { \
     int rc_ = gs_gate();                                                                 \
     if (rc_) return rc_;                                                                 \
-    uint64_t p = (uint64_t)(uintptr_t)pool;                                              \
-    uint64_t ahead = gs_cfg.active ? pool_ahead(p, bytes) : bytes;                       \
-    RESERVE(ahead);                                                                      \
+    uint64_t p = gs_cfg.active ? (uint64_t)(uintptr_t)pool : 0, ahead;                   \
+    if ((rc_ = pool_reserve(p, bytes, &ahead)) != 0) return rc_;                         \
     CUresult rc = REAL(name, (dptr, bytes, pool, s));                                    \
     return pool_counted(rc, rc ? 0 : *dptr, bytes, p, ahead);                            \
   }
