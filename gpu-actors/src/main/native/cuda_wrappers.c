@@ -10,6 +10,7 @@
  *   frees: the address forgotten, the driver, then the count (never held back: freeing is what a
  *   waiting pod needs); a failed free remembers the address again
  *   stream-ordered pools: what a pool holds counts until the driver says the pool gave it back
+ *   synchronisations: the state word, the driver, then the pools asked again (they trim there)
  *   contexts: what the driver took for one, measured around its creation, counts for the pod
  *   cuMemGetInfo: the pod's limit as the total, what it has left as the free
  *   cuInit: the demand and the grant (state.c) before the driver reads CUDA_VISIBLE_DEVICES
@@ -119,7 +120,15 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)
 
 #define WORK(X)                                                                                  \
-  LAUNCHES(X) OTHER_WORK(X)
+  LAUNCHES(X) OTHER_WORK(X) SYNCS(X)
+
+/* Synchronisations: where a stream-ordered pool gives back what it holds over its release
+ * threshold, so the pod's count asks the pools again after one (when they may hold any). */
+#define SYNCS(X)                                                                                 \
+  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
+  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
+  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
+  X(cuEventSynchronize, cuEventSynchronize, EVENT)
 
 #define OTHER_WORK(X)                                                                            \
   X(cuLaunchHostFunc, cuLaunchHostFunc, HOSTFN) X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, HOSTFN) \
@@ -159,12 +168,8 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuMemsetD16Async, cuMemsetD16Async_ptsz, SET16A)                                             \
   X(cuMemsetD32Async, cuMemsetD32Async, SET32A)                                                  \
   X(cuMemsetD32Async, cuMemsetD32Async_ptsz, SET32A)                                             \
-  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
-  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
-  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
   X(cuStreamWaitEvent, cuStreamWaitEvent, WAITEV)                                                \
   X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, WAITEV)                                           \
-  X(cuEventSynchronize, cuEventSynchronize, EVENT)                                               \
   X(cuStreamQuery, cuStreamQuery, STREAM) X(cuStreamQuery, cuStreamQuery_ptsz, STREAM)           \
   X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)
 
@@ -219,6 +224,22 @@ static inline void *real_of(int i) {
   }
 OTHER_WORK(DEFINE_WORK)
 
+/* Set once a free gave memory to a pool of this process: from then on a synchronisation asks the
+ * pools what they still hold (a load on the synchronisation's path otherwise). */
+static _Atomic int pools_may_hold;
+static void refresh_pools(void);
+
+#define DEFINE_SYNC(base, name, shape)                          \
+  GS_EXPORT CUresult name P_##shape {                           \
+    int rc = gs_gate();                                         \
+    if (rc) return rc;                                          \
+    __typeof__(&name) real = (__typeof__(&name))real_of(FN_##name); \
+    rc = real ? real A_##shape : GS_CUDA_ERROR_NOT_FOUND;       \
+    if (atomic_load_explicit(&pools_may_hold, memory_order_relaxed)) refresh_pools(); \
+    return rc;                                                  \
+  }
+SYNCS(DEFINE_SYNC)
+
 #define DEFINE_LAUNCH(base, name, shape)                        \
   GS_EXPORT CUresult name P_##shape {                           \
     int rc = gs_launch_gate();                                  \
@@ -237,8 +258,6 @@ GS_EXPORT CUresult cuInit(unsigned flags) {
   if (rc == GS_CUDA_SUCCESS) gs_after_cuinit();
   return rc;
 }
-
-static void refresh_pools(void);
 
 /* The pod's view: its limit is the device's size, and what it has not used the most it can get. */
 static void limited(uint64_t *free_bytes, uint64_t *total) {
@@ -672,7 +691,7 @@ static CUresult freed(CUresult rc, struct forgotten f) {
     gs_mem_track_pool(f.key, f.bytes, f.pool);
   } else if (!f.pool) {
     gs_mem_unreserve(f.bytes);
-  } else if (!recount_pool(f.pool)) {
+  } else if (atomic_store(&pools_may_hold, 1), !recount_pool(f.pool)) {
     gs_mem_pool_sub(f.pool, f.bytes); /* its pool is gone: its memory went with this free */
   }
   return rc;

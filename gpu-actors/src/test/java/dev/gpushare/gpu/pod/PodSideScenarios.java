@@ -292,6 +292,23 @@ abstract class PodSideScenarios {
   }
 
   @Test
+  void whatAPoolGaveBackAtASynchronisationIsFreeForTheOtherProcessesOfThePod() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess first =
+        workload(a, "init", "ctx", "async:300000000", "free", "streamsync", "stdin", "exit:0")
+            .start()) {
+      first.awaitStdout(Pattern.compile("^streamsync -> 0"), T);
+      // the pool (release threshold 0) gave its 300 MB back at the synchronisation
+      try (PodProcess second = workload(a, "init", "ctx", "alloc:400000000", "exit:0").start()) {
+        assertEquals(0, second.awaitExit(T), second.transcript());
+        assertTrue(hasLine(second, "alloc:400000000 -> 0"), second.transcript());
+      }
+      first.send("go");
+      assertEquals(0, first.awaitExit(T), first.transcript());
+    }
+  }
+
+  @Test
   void hostLocatedMemoryIsNotCountedAgainstTheGpu() throws Exception {
     a.grantOnDemand(0);
     try (PodProcess p =
