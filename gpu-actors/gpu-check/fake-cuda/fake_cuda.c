@@ -67,7 +67,7 @@ __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
 __attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
 __attribute__((visibility("hidden"))) int fake_current_device(void);
-__attribute__((visibility("hidden"))) void fake_context_taken(void);
+__attribute__((visibility("hidden"))) void fake_context_taken(int sign);
 
 void fake_trace(const char *fmt, ...) {
   const char *t = getenv("FAKE_CUDA_TRACE");
@@ -290,21 +290,73 @@ CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) {
 static int retained[MAX_DEVICES]; /* the primary contexts' retains */
 
 /* Each creation takes the context's memory (FAKE_CUDA_CONTEXT_BYTES) from the device, as a real
- * driver does; the primary context only at its first retain (later ones share it). The handle is
- * the device's one context, whichever way it was made. */
+ * driver does: the primary context at its first retain (later ones share it) until its last
+ * release or a reset, a created context (one of its own) until cuCtxDestroy. */
 static CUresult context(const char *call, CUcontext *pctx, CUdevice dev, int make_current) {
   fake_trace("%s(%d)", call, dev);
   if (fake_ready()) return fake_ready();
   if (dev < 0 || dev >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (make_current) {
+    CUcontext c = malloc(sizeof *c);
+    if (!c) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    c->device = dev;
+    *pctx = current = c;
+    fake_context_taken(1);
+    return CUDA_SUCCESS;
+  }
   pthread_mutex_lock(&mu);
-  int first = !make_current ? retained[dev]++ == 0 : 1;
+  int first = retained[dev]++ == 0;
   pthread_mutex_unlock(&mu);
   *pctx = &primary[dev];
   CUcontext was = current;
   current = *pctx; /* the memory is the context's device's */
-  if (first) fake_context_taken();
-  if (!make_current) current = was;
+  if (first) fake_context_taken(1);
+  current = was;
   return CUDA_SUCCESS;
+}
+static int is_primary(CUcontext c) { return c >= primary && c < primary + MAX_DEVICES; }
+static CUresult destroy(const char *call, CUcontext c) {
+  fake_trace("%s()", call);
+  if (fake_ready()) return fake_ready();
+  if (!c || is_primary(c)) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext was = current;
+  current = c;
+  fake_context_taken(-1);
+  current = was == c ? NULL : was;
+  free(c);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxDestroy(CUcontext c) { return destroy("cuCtxDestroy", c); }
+CUresult cuCtxDestroy_v2(CUcontext c) { return destroy("cuCtxDestroy_v2", c); }
+static CUresult release(const char *call, CUdevice dev, int reset) {
+  fake_trace("%s(%d)", call, dev);
+  if (fake_ready()) return fake_ready();
+  if (dev < 0 || dev >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&mu);
+  int was_retained = retained[dev] > 0;
+  int last = was_retained && (reset || retained[dev] == 1);
+  if (was_retained) retained[dev] = reset ? 0 : retained[dev] - 1;
+  pthread_mutex_unlock(&mu);
+  if (!was_retained) return reset ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (last) {
+    CUcontext was = current;
+    current = &primary[dev];
+    fake_context_taken(-1);
+    current = was == &primary[dev] ? NULL : was;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return release("cuDevicePrimaryCtxRelease", dev, 0);
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return release("cuDevicePrimaryCtxRelease_v2", dev, 0);
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  return release("cuDevicePrimaryCtxReset", dev, 1);
+}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return release("cuDevicePrimaryCtxReset_v2", dev, 1);
 }
 CUresult cuCtxGetDevice(CUdevice *dev) {
   fake_trace("cuCtxGetDevice()");
@@ -430,6 +482,10 @@ static const struct variant variants[] = {
   V2(cuDeviceTotalMem, 2000) V2(cuCtxCreate, 2000)
   R(cuCtxCreate, cuCtxCreate_v3, 11040, 0) R(cuCtxCreate, cuCtxCreate_v4, 12050, 0)
   ONE(cuDevicePrimaryCtxRetain, 7000) ONE(cuCtxSetCurrent, 4000) ONE(cuCtxGetCurrent, 4000)
+  V2(cuCtxDestroy, 2000) ONE(cuDevicePrimaryCtxRelease, 7000)
+  R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, 0)
+  ONE(cuDevicePrimaryCtxReset, 7000)
+  R(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, 0)
   ONE(cuCtxGetDevice, 2000) ONE(cuDeviceGetDefaultMemPool, 11020) ONE(cuDeviceGetMemPool, 11020)
   ONE(cuDeviceSetMemPool, 11020) ONE(cuMemPoolCreate, 11020) ONE(cuMemPoolDestroy, 11020)
   ONE(cuMemPoolTrimTo, 11020) ONE(cuMemPoolSetAttribute, 11020) ONE(cuMemPoolGetAttribute, 11020)
@@ -477,7 +533,8 @@ static const struct { const char *name; void *fn; } self[] = {
   SELF(cuDeviceGetName) SELF(cuDeviceGetUuid) SELF(cuDeviceGetUuid_v2) SELF(cuDeviceTotalMem)
   SELF(cuDeviceTotalMem_v2) SELF(cuCtxCreate) SELF(cuCtxCreate_v2) SELF(cuCtxCreate_v3)
   SELF(cuCtxCreate_v4) SELF(cuDevicePrimaryCtxRetain) SELF(cuCtxSetCurrent) SELF(cuCtxGetCurrent)
-  SELF(cuCtxGetDevice)
+  SELF(cuCtxGetDevice) SELF(cuCtxDestroy) SELF(cuCtxDestroy_v2) SELF(cuDevicePrimaryCtxRelease)
+  SELF(cuDevicePrimaryCtxRelease_v2) SELF(cuDevicePrimaryCtxReset) SELF(cuDevicePrimaryCtxReset_v2)
 #ifndef FAKE_OLD_DRIVER
   SELF(cuCheckpointProcessGetState) SELF(cuCheckpointProcessLock)
   SELF(cuCheckpointProcessCheckpoint) SELF(cuCheckpointProcessRestore)

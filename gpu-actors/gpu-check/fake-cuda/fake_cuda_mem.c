@@ -74,7 +74,7 @@ __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
 __attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
-__attribute__((visibility("hidden"))) void fake_context_taken(void);
+__attribute__((visibility("hidden"))) void fake_context_taken(int sign);
 
 /* ------------------------------------------------------------------ the virtual GPU */
 
@@ -295,7 +295,8 @@ static int mem_open(void) {
   }
   file_lock(fd, F_UNLCK);
   if (m == MAP_FAILED) {
-    fprintf(stderr, "fake libcuda: %s is not a fake GPU memory file; memory is per process\n", path);
+    fprintf(stderr, "fake libcuda: %s is not a fake GPU memory file; memory is per process\n",
+            path);
     close(fd);
     return 0;
   }
@@ -357,11 +358,12 @@ static void device_give(unsigned long long bytes) {
 /* A context's own memory (fake_cuda.c): FAKE_CUDA_CONTEXT_BYTES, as a real driver takes a few
  * hundred MiB of the device for each context it creates (its state, the local memory of its
  * threads, the printf and malloc heaps). */
-void fake_context_taken(void) {
+void fake_context_taken(int sign) { /* 1: a context made; -1: one destroyed */
   const char *v = getenv("FAKE_CUDA_CONTEXT_BYTES");
   unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
   pthread_mutex_lock(&mu);
-  allocated += bytes; /* a real driver fails the creation when it does not fit; 0 by default */
+  if (sign > 0) allocated += bytes; /* a real driver fails the creation when it does not fit */
+  else allocated -= bytes < allocated ? bytes : allocated;
   mem_publish();
   pthread_mutex_unlock(&mu);
 }
@@ -589,7 +591,9 @@ static CUresult module_load(const char *call, void **handle) {
 
 #define P_LIB , void *jo, void **jv, unsigned jn, void *lo, void **lv, unsigned ln
 CUresult cuModuleLoad(void **m, const char *file) { return module_load("cuModuleLoad", m); }
-CUresult cuModuleLoadData(void **m, const void *image) { return module_load("cuModuleLoadData", m); }
+CUresult cuModuleLoadData(void **m, const void *image) {
+  return module_load("cuModuleLoadData", m);
+}
 CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, void *o, void **v) {
   return module_load("cuModuleLoadDataEx", m);
 }
@@ -695,7 +699,9 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value) {
   fake_trace("cuMemPoolGetAttribute(%d)", attr);
   if (fake_ready()) return fake_ready();
   int i = pool_index(pool);
-  if (i < 0 || !value || attr < 1 || attr > 8 || pools[i].destroyed) return CUDA_ERROR_INVALID_VALUE;
+  if (i < 0 || !value || attr < 1 || attr > 8 || pools[i].destroyed) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   pthread_mutex_lock(&mu);
   struct pool *p = &pools[i];
   unsigned long long v = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ? p->threshold

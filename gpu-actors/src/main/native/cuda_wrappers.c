@@ -195,7 +195,11 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuMemPoolTrimTo, cuMemPoolTrimTo) X(cuMemPoolSetAttribute, cuMemPoolSetAttribute)            \
   X(cuMemPoolDestroy, cuMemPoolDestroy) X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)    \
   X(cuCtxCreate, cuCtxCreate) X(cuCtxCreate, cuCtxCreate_v2) X(cuCtxCreate, cuCtxCreate_v3)      \
-  X(cuCtxCreate, cuCtxCreate_v4) X(cuModuleLoad, cuModuleLoad)                                  \
+  X(cuCtxCreate, cuCtxCreate_v4) X(cuCtxDestroy, cuCtxDestroy) X(cuCtxDestroy, cuCtxDestroy_v2)  \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease)                                        \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                     \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset)                                            \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2) X(cuModuleLoad, cuModuleLoad)           \
   X(cuModuleLoadData, cuModuleLoadData) X(cuModuleLoadDataEx, cuModuleLoadDataEx)                \
   X(cuModuleLoadFatBinary, cuModuleLoadFatBinary) X(cuModuleUnload, cuModuleUnload)              \
   X(cuLibraryLoadData, cuLibraryLoadData) X(cuLibraryLoadFromFile, cuLibraryLoadFromFile)        \
@@ -567,7 +571,8 @@ static void context_taken(const char *what, void *handle, int measured, uint64_t
   gs_debug("a %s took %llu bytes of GPU %s", what, (unsigned long long)bytes,
            gs_grant_get()->uuid);
   gs_mem_add_taken(bytes);
-  /* a context is counted until the process ends; a module until its unload */
+  /* a context is counted until it is destroyed (a primary one: its last release, a reset) or the
+   * process ends; a module until its unload */
   gs_mem_track(key, bytes);
 }
 
@@ -582,7 +587,29 @@ static void context_taken(const char *what, void *handle, int measured, uint64_t
     return rc;                                             \
   }
 #define CONTEXT(name, params, args) MEASURED("context", name, params, args, *pctx)
-CONTEXT(cuDevicePrimaryCtxRetain, (CUcontext *pctx, int dev), (pctx, dev))
+
+/* The primary contexts this process retained, per device: the driver frees one's memory at its
+ * last release or at a reset, and its count is given back then (primary_released, below). */
+#define PRIMARY_DEVICES 64
+static struct { CUcontext ctx; long retains; } primary[PRIMARY_DEVICES];
+static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, int dev) {
+  int rc = gs_gate();
+  if (rc) return rc;
+  uint64_t before = 0;
+  int measured = device_used(&before);
+  rc = REAL(cuDevicePrimaryCtxRetain, (pctx, dev));
+  if (rc != GS_CUDA_SUCCESS) return rc;
+  context_taken("context", *pctx, measured, before);
+  if (dev >= 0 && dev < PRIMARY_DEVICES) {
+    pthread_mutex_lock(&primary_mu);
+    primary[dev].ctx = *pctx;
+    primary[dev].retains++;
+    pthread_mutex_unlock(&primary_mu);
+  }
+  return rc;
+}
 CONTEXT(cuCtxCreate, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
 CONTEXT(cuCtxCreate_v2, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
 CONTEXT(cuCtxCreate_v3, (CUcontext *pctx, void *affinity, int n, unsigned flags, int dev),
@@ -716,6 +743,42 @@ FREE(cuArrayDestroy, CUarray, p)
 FREE(cuMipmappedArrayDestroy, CUmipmappedArray, p)
 FREE(cuModuleUnload, void *, p)
 FREE(cuLibraryUnload, void *, p)
+FREE(cuCtxDestroy, CUcontext, p)
+FREE(cuCtxDestroy_v2, CUcontext, p)
+
+/* A primary context's release: the last one (or a reset) frees the context, and its count. */
+static struct forgotten primary_forget(int dev, int reset) {
+  struct forgotten f = {0, 0, 0, 0};
+  CUcontext ctx = NULL;
+  pthread_mutex_lock(&primary_mu);
+  if (dev >= 0 && dev < PRIMARY_DEVICES && (reset || primary[dev].retains <= 1)) {
+    ctx = primary[dev].ctx;
+  }
+  pthread_mutex_unlock(&primary_mu);
+  return ctx ? forget((uint64_t)(uintptr_t)ctx) : f;
+}
+
+static CUresult primary_released(int dev, int reset, CUresult rc, struct forgotten f) {
+  if (rc == GS_CUDA_SUCCESS && dev >= 0 && dev < PRIMARY_DEVICES) {
+    pthread_mutex_lock(&primary_mu);
+    if (reset || --primary[dev].retains <= 0) {
+      primary[dev].retains = 0;
+      primary[dev].ctx = NULL;
+    }
+    pthread_mutex_unlock(&primary_mu);
+  }
+  return freed(rc, f);
+}
+
+#define PRIMARY_RELEASE(name, reset)                                 \
+  GS_EXPORT CUresult name(int dev) {                                 \
+    struct forgotten f = primary_forget(dev, reset);                 \
+    return primary_released(dev, reset, REAL(name, (dev)), f);       \
+  }
+PRIMARY_RELEASE(cuDevicePrimaryCtxRelease, 0)
+PRIMARY_RELEASE(cuDevicePrimaryCtxRelease_v2, 0)
+PRIMARY_RELEASE(cuDevicePrimaryCtxReset, 1)
+PRIMARY_RELEASE(cuDevicePrimaryCtxReset_v2, 1)
 
 /* ------------------------------------------------------------------ the table */
 

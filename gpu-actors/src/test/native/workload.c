@@ -20,7 +20,7 @@
  *   array:W:H (cuArrayCreate, one float channel)
  *   threshold:BYTES (the release threshold of device 0's default pool; max: UINT64_MAX)
  *   trim:BYTES (cuMemPoolTrimTo of device 0's default pool)
- *   module (cuModuleLoadData; free unloads it)
+ *   module (cuModuleLoadData; free unloads it)  release (device 0's primary context released)
  *   race:N:BYTES (a second thread allocates BYTES and frees them N times while this one makes N
  *   allocations of BYTES and keeps them: the driver gives a freed address again at once)
  *   free (the latest allocation of any kind)  freeall  meminfo (free and total)
@@ -76,6 +76,7 @@ CUresult cuDeviceGetDefaultMemPool(void **, CUdevice);
 CUresult cuMemPoolSetAttribute(void *, int, void *);
 CUresult cuMemPoolTrimTo(void *, size_t);
 CUresult cuModuleLoadData(void **, const void *);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice);
 CUresult cuModuleUnload(void *);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
@@ -102,10 +103,13 @@ CUresult cuStreamSynchronize(CUstream);
   X(release, "cuMemRelease", "cuMemRelease", cuMemRelease)                      \
   X(array_destroy, "cuArrayDestroy", "cuArrayDestroy", cuArrayDestroy)          \
   X(meminfo, "cuMemGetInfo_v2", "cuMemGetInfo", cuMemGetInfo_v2)                \
-  X(default_pool, "cuDeviceGetDefaultMemPool", "cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool) \
+  X(default_pool, "cuDeviceGetDefaultMemPool", "cuDeviceGetDefaultMemPool",       \
+    cuDeviceGetDefaultMemPool)                                                  \
   X(pool_set, "cuMemPoolSetAttribute", "cuMemPoolSetAttribute", cuMemPoolSetAttribute) \
   X(pool_trim, "cuMemPoolTrimTo", "cuMemPoolTrimTo", cuMemPoolTrimTo)           \
   X(module_load, "cuModuleLoadData", "cuModuleLoadData", cuModuleLoadData)      \
+  X(release_primary, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease",            \
+    cuDevicePrimaryCtxRelease_v2)                                               \
   X(module_unload, "cuModuleUnload", "cuModuleUnload", cuModuleUnload)          \
   X(launch, "cuLaunchKernel", "cuLaunchKernel", cuLaunchKernel)                 \
   X(memcpy_htod, "cuMemcpyHtoD_v2", "cuMemcpyHtoD", cuMemcpyHtoD_v2)            \
@@ -258,6 +262,9 @@ static int step(const char *s, int *exit_now) {
     } else if (!rc) {
       rc = CALL(pool_trim, pool, b);
     }
+  } else if (strcmp(s, "release") == 0) {
+    rc = CALL(set_current, NULL);
+    if (!rc) rc = CALL(release_primary, 0);
   } else if (strcmp(s, "module") == 0) {
     void *m = NULL;
     static const char image[] = "fake cubin";

@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -277,9 +280,9 @@ abstract class PodSideScenarios {
             .start()) {
       assertEquals(0, p.awaitExit(T), p.transcript());
       assertEquals(
-          java.util.List.of(
+          List.of(
               "meminfo -> 0 200000000 500000000", // freed into the pool, which keeps it
-              "meminfo -> 0 200000000 500000000", // never trims (UINT64_MAX), a sync changes nothing
+              "meminfo -> 0 200000000 500000000", // never trims (UINT64_MAX): a sync keeps it
               "meminfo -> 0 500000000 500000000", // cuMemPoolTrimTo gave it back
               "meminfo -> 0 200000000 500000000", // threshold 0: kept until a synchronisation
               "meminfo -> 0 500000000 500000000"), // which trims it
@@ -330,7 +333,8 @@ abstract class PodSideScenarios {
     a.grantOnDemand(0);
     try (PodProcess p =
         workload(a, "init", "ctx", "meminfo", "alloc:450000000", "module", "meminfo", "free")
-            .args("meminfo", "alloc:400000000", "exit:0")
+            .args("meminfo", "alloc:400000000", "free", "release", "ctx", "meminfo", "release")
+            .args("meminfo", "exit:0")
             .env("FAKE_GPU_FILE", stub.dir().resolve("virtual-gpu").toString())
             .env("FAKE_CUDA_CONTEXT_BYTES", "100000000")
             .env("FAKE_CUDA_MODULE_BYTES", "50000000")
@@ -338,10 +342,12 @@ abstract class PodSideScenarios {
             .start()) {
       assertEquals(0, p.awaitExit(T), p.transcript());
       assertEquals(
-          java.util.List.of(
+          List.of(
               "meminfo -> 0 400000000 500000000", // the context's 100 MB
               "meminfo -> 0 350000000 500000000", // and a loaded module's 50 MB
-              "meminfo -> 0 400000000 500000000"), // given back at its unload
+              "meminfo -> 0 400000000 500000000", // given back at its unload
+              "meminfo -> 0 400000000 500000000", // released and retained again: counted once
+              "meminfo -> 0 500000000 500000000"), // its last release frees the context
           p.stdout().stream().filter(l -> l.startsWith("meminfo")).toList(),
           p.transcript());
       assertTrue(p.stdout().contains("alloc:450000000 -> 2"), p.transcript());
@@ -357,17 +363,19 @@ abstract class PodSideScenarios {
     StubPod b = stub.pod("default", "b").limits(50, 50).grantOnDemand(0);
     a.grantOnDemand(0);
     try (PodProcess pa =
-        workload(a, "init", "ctx", "alloc:300000000", "hold").env("GPUSHARE_STATE_DIR", dir)
+        workload(a, "init", "ctx", "alloc:300000000", "hold")
+            .env("GPUSHARE_STATE_DIR", dir)
             .start()) {
       pa.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T);
       Path aDir = shm.resolve("gpushare-" + a.uid());
       assertEquals(
-          java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"),
-          Files.getPosixFilePermissions(aDir, java.nio.file.LinkOption.NOFOLLOW_LINKS));
+          PosixFilePermissions.fromString("rwx------"),
+          Files.getPosixFilePermissions(aDir, LinkOption.NOFOLLOW_LINKS));
 
       // b's count is its own: a's 300 MB are not in it
       try (PodProcess pb =
-          workload(b, "init", "ctx", "alloc:400000000", "exit:0").env("GPUSHARE_STATE_DIR", dir)
+          workload(b, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
               .start()) {
         assertEquals(0, pb.awaitExit(T), pb.transcript());
         assertTrue(hasLine(pb, "alloc:400000000 -> 0"), pb.transcript());
@@ -377,34 +385,47 @@ abstract class PodSideScenarios {
       StubPod c = stub.pod("default", "c").limits(50, 50).grantOnDemand(0);
       Files.createSymbolicLink(shm.resolve("gpushare-" + c.uid()), aDir);
       try (PodProcess pc =
-          workload(c, "init", "ctx", "alloc:400000000", "exit:0").env("GPUSHARE_STATE_DIR", dir)
+          workload(c, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
               .start()) {
         assertEquals(0, pc.awaitExit(T), pc.transcript());
         assertTrue(hasLine(pc, "alloc:400000000 -> 0"), pc.transcript()); // not a's count
-        pc.awaitStderr(Pattern.compile("^gpushare: the pod's directory .*gpushare-" + c.uid()
-            + " cannot be opened without following a link.*memory is counted per process"), T);
+        pc.awaitStderr(
+            Pattern.compile(
+                "^gpushare: the pod's directory .*gpushare-"
+                    + c.uid()
+                    + " cannot be opened without following a link.*memory is counted per process"),
+            T);
       }
 
       // a file of another pod's (a's, copied into d's directory) is refused, said once
       StubPod d = stub.pod("default", "d").limits(50, 50).grantOnDemand(0);
-      Path dDir = Files.createDirectory(shm.resolve("gpushare-" + d.uid()),
-          java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-              java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+      Path dDir =
+          Files.createDirectory(
+              shm.resolve("gpushare-" + d.uid()),
+              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
       Files.copy(aDir.resolve("pod"), dDir.resolve("pod"));
       try (PodProcess pd =
-          workload(d, "init", "ctx", "alloc:400000000", "exit:0").env("GPUSHARE_STATE_DIR", dir)
+          workload(d, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
               .start()) {
         assertEquals(0, pd.awaitExit(T), pd.transcript());
         assertTrue(hasLine(pd, "alloc:400000000 -> 0"), pd.transcript());
-        assertEquals(1, pd.countStderr(Pattern.compile(
-            "^gpushare: .*gpushare-" + d.uid() + "/pod was written by another version of gpushare"
-                + " or for another pod .*uid " + a.uid() + "\\): it is not used")), pd.transcript());
+        Pattern refused =
+            Pattern.compile(
+                "^gpushare: .*gpushare-"
+                    + d.uid()
+                    + "/pod was written by another version of gpushare or for another pod .*uid "
+                    + a.uid()
+                    + "\\): it is not used");
+        assertEquals(1, pd.countStderr(refused), pd.transcript());
       }
 
       // a new pod of a's name (another uid) does not see the deleted one's counts
       a.uid("uid-default-a-again");
       try (PodProcess again =
-          workload(a, "init", "ctx", "alloc:400000000", "exit:0").env("GPUSHARE_STATE_DIR", dir)
+          workload(a, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
               .start()) {
         assertEquals(0, again.awaitExit(T), again.transcript());
         assertTrue(hasLine(again, "alloc:400000000 -> 0"), again.transcript());
