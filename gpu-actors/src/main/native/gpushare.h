@@ -225,9 +225,8 @@ uint64_t gs_mem_limit(void);
 /* Counts bytes for the pod: 0, or GS_CUDA_ERROR_OUT_OF_MEMORY when the pod would go over. */
 int gs_mem_reserve(uint64_t bytes);
 void gs_mem_unreserve(uint64_t bytes);
-/* Remembers (and forgets) what an allocation's address took, for its free. */
+/* Remembers what an allocation's address took, for its free (gs_mem_untrack_pool forgets it). */
 void gs_mem_track(uint64_t address, uint64_t bytes);
-uint64_t gs_mem_untrack(uint64_t address); /* 0 when unknown */
 /* What the pod uses now, all its live processes together. */
 uint64_t gs_mem_used(void);
 

@@ -183,7 +183,6 @@ int gs_pod_leave(void) {
 void gs_mem_set_limit(uint64_t bytes) { atomic_store(&limit, bytes); }
 uint64_t gs_mem_limit(void) { return atomic_load_explicit(&limit, memory_order_relaxed); }
 
-
 static int add_within(uint64_t bytes, uint64_t lim) {
   uint64_t t = atomic_load(&pod->total);
   do {
@@ -345,12 +344,6 @@ int gs_mem_untrack_pool(uint64_t address, uint64_t *bytes, uint64_t *pool) {
   }
   pthread_mutex_unlock(&map_mu);
   return known;
-}
-
-uint64_t gs_mem_untrack(uint64_t address) {
-  uint64_t bytes, pool;
-  gs_mem_untrack_pool(address, &bytes, &pool);
-  return pool ? 0 : bytes;
 }
 
 /* ------------------------------------------------------------------ stream-ordered pools */
