@@ -23,6 +23,12 @@
  *                                names, by UUID or index, up to the first it does not know, as
  *                                the driver does
  *   FAKE_CUDA_MEMORY=bytes       each device's memory (default 80 GiB)
+ *   FAKE_CUDA_CONTEXT_BYTES=n    what each context takes of its device (default 0): a real driver
+ *                                takes a few hundred MiB at a context's creation (a primary
+ *                                context's first retain, each cuCtxCreate), shown in cuMemGetInfo
+ *                                and NVML's used memory
+ *   FAKE_CUDA_MODULE_BYTES=n     what each cuModuleLoad* / cuLibraryLoad* takes until its unload
+ *                                (default 0), as a real driver's eager loading takes
  *   FAKE_CUDA_TRACE=1            a line on stderr per call: "fake libcuda: <exported name>(<arg>)"
  *   FAKE_CUDA_FAIL=call:code,... make a call fail with that CUresult, e.g. lock:909 restore:2;
  *                                call is init, state, lock, checkpoint, restore or unlock;
@@ -64,6 +70,8 @@ __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
 __attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
+__attribute__((visibility("hidden"))) int fake_current_device(void);
+__attribute__((visibility("hidden"))) void fake_context_taken(int sign);
 
 void fake_trace(const char *fmt, ...) {
   const char *t = getenv("FAKE_CUDA_TRACE");
@@ -126,6 +134,9 @@ const char *fake_current_uuid(void) {
   int dev = current ? current->device : 0;
   return dev >= 0 && dev < visible_count ? uuids[visible[dev]] : NULL;
 }
+
+/* The calling thread's current context's device (0 without one). */
+int fake_current_device(void) { return current ? current->device : 0; }
 
 unsigned long long fake_memory(void) {
   const char *m = getenv("FAKE_CUDA_MEMORY");
@@ -280,12 +291,81 @@ CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) {
 
 /* ------------------------------------------------------------------ contexts: one per device */
 
+static int retained[MAX_DEVICES]; /* the primary contexts' retains */
+
+/* Each creation takes the context's memory (FAKE_CUDA_CONTEXT_BYTES) from the device, as a real
+ * driver does: the primary context at its first retain (later ones share it) until its last
+ * release or a reset, a created context (one of its own) until cuCtxDestroy. */
 static CUresult context(const char *call, CUcontext *pctx, CUdevice dev, int make_current) {
   fake_trace("%s(%d)", call, dev);
   if (fake_ready()) return fake_ready();
   if (dev < 0 || dev >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (make_current) {
+    CUcontext c = malloc(sizeof *c);
+    if (!c) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    c->device = dev;
+    *pctx = current = c;
+    fake_context_taken(1);
+    return CUDA_SUCCESS;
+  }
+  pthread_mutex_lock(&mu);
+  int first = retained[dev]++ == 0;
+  pthread_mutex_unlock(&mu);
   *pctx = &primary[dev];
-  if (make_current) current = *pctx;
+  CUcontext was = current;
+  current = *pctx; /* the memory is the context's device's */
+  if (first) fake_context_taken(1);
+  current = was;
+  return CUDA_SUCCESS;
+}
+static int is_primary(CUcontext c) { return c >= primary && c < primary + MAX_DEVICES; }
+static CUresult destroy(const char *call, CUcontext c) {
+  fake_trace("%s()", call);
+  if (fake_ready()) return fake_ready();
+  if (!c || is_primary(c)) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext was = current;
+  current = c;
+  fake_context_taken(-1);
+  current = was == c ? NULL : was;
+  free(c);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxDestroy(CUcontext c) { return destroy("cuCtxDestroy", c); }
+CUresult cuCtxDestroy_v2(CUcontext c) { return destroy("cuCtxDestroy_v2", c); }
+static CUresult release(const char *call, CUdevice dev, int reset) {
+  fake_trace("%s(%d)", call, dev);
+  if (fake_ready()) return fake_ready();
+  if (dev < 0 || dev >= visible_count) return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&mu);
+  int was_retained = retained[dev] > 0;
+  int last = was_retained && (reset || retained[dev] == 1);
+  if (was_retained) retained[dev] = reset ? 0 : retained[dev] - 1;
+  pthread_mutex_unlock(&mu);
+  if (!was_retained) return reset ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (last) {
+    CUcontext was = current;
+    current = &primary[dev];
+    fake_context_taken(-1);
+    current = was == &primary[dev] ? NULL : was;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return release("cuDevicePrimaryCtxRelease", dev, 0);
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return release("cuDevicePrimaryCtxRelease_v2", dev, 0);
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  return release("cuDevicePrimaryCtxReset", dev, 1);
+}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return release("cuDevicePrimaryCtxReset_v2", dev, 1);
+}
+CUresult cuCtxGetDevice(CUdevice *dev) {
+  fake_trace("cuCtxGetDevice()");
+  if (fake_ready()) return fake_ready();
+  *dev = current ? current->device : 0;
   return CUDA_SUCCESS;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
@@ -406,6 +486,16 @@ static const struct variant variants[] = {
   V2(cuDeviceTotalMem, 2000) V2(cuCtxCreate, 2000)
   R(cuCtxCreate, cuCtxCreate_v3, 11040, 0) R(cuCtxCreate, cuCtxCreate_v4, 12050, 0)
   ONE(cuDevicePrimaryCtxRetain, 7000) ONE(cuCtxSetCurrent, 4000) ONE(cuCtxGetCurrent, 4000)
+  V2(cuCtxDestroy, 2000) ONE(cuDevicePrimaryCtxRelease, 7000)
+  R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, 0)
+  ONE(cuDevicePrimaryCtxReset, 7000)
+  R(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, 0)
+  ONE(cuCtxGetDevice, 2000) ONE(cuDeviceGetDefaultMemPool, 11020) ONE(cuDeviceGetMemPool, 11020)
+  ONE(cuDeviceSetMemPool, 11020) ONE(cuMemPoolCreate, 11020) ONE(cuMemPoolDestroy, 11020)
+  ONE(cuMemPoolTrimTo, 11020) ONE(cuMemPoolSetAttribute, 11020) ONE(cuMemPoolGetAttribute, 11020)
+  ONE(cuModuleLoad, 2000) ONE(cuModuleLoadData, 2000) ONE(cuModuleLoadDataEx, 2010)
+  ONE(cuModuleLoadFatBinary, 2000) ONE(cuModuleUnload, 2000) ONE(cuLibraryLoadData, 12000)
+  ONE(cuLibraryLoadFromFile, 12000) ONE(cuLibraryUnload, 12000)
 #ifndef FAKE_OLD_DRIVER
   ONE(cuCheckpointProcessGetState, 12080) ONE(cuCheckpointProcessLock, 12080)
   ONE(cuCheckpointProcessCheckpoint, 12080) ONE(cuCheckpointProcessRestore, 12080)
@@ -447,6 +537,8 @@ static const struct { const char *name; void *fn; } self[] = {
   SELF(cuDeviceGetName) SELF(cuDeviceGetUuid) SELF(cuDeviceGetUuid_v2) SELF(cuDeviceTotalMem)
   SELF(cuDeviceTotalMem_v2) SELF(cuCtxCreate) SELF(cuCtxCreate_v2) SELF(cuCtxCreate_v3)
   SELF(cuCtxCreate_v4) SELF(cuDevicePrimaryCtxRetain) SELF(cuCtxSetCurrent) SELF(cuCtxGetCurrent)
+  SELF(cuCtxGetDevice) SELF(cuCtxDestroy) SELF(cuCtxDestroy_v2) SELF(cuDevicePrimaryCtxRelease)
+  SELF(cuDevicePrimaryCtxRelease_v2) SELF(cuDevicePrimaryCtxReset) SELF(cuDevicePrimaryCtxReset_v2)
 #ifndef FAKE_OLD_DRIVER
   SELF(cuCheckpointProcessGetState) SELF(cuCheckpointProcessLock)
   SELF(cuCheckpointProcessCheckpoint) SELF(cuCheckpointProcessRestore)

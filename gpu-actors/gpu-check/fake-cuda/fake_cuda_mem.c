@@ -3,6 +3,13 @@
  * allocations get made-up distinct addresses (or handles) and count against the device's memory
  * (FAKE_CUDA_MEMORY), so cuMemGetInfo's free goes down and a too large one fails with
  * CUDA_ERROR_OUT_OF_MEMORY; launches, copies, sets, waits and queries do nothing and succeed.
+ * As a real driver: a context takes FAKE_CUDA_CONTEXT_BYTES (default 0) of the device, a loaded
+ * module or library FAKE_CUDA_MODULE_BYTES (default 0) until its unload; a
+ * stream-ordered pool keeps what cuMemFreeAsync gives back until it trims (the pools section says
+ * the rules); host-located cuMemCreate memory takes none of the device's. With FAKE_GPU_FILE the
+ * device's memory is shared by every process (<FAKE_GPU_FILE>.mem, which the fake
+ * libnvidia-ml.so.1 reads for nvmlDeviceGetMemoryInfo), and a process's holding ends with it;
+ * without it each process has a device of its own.
  * Each call is traced (FAKE_CUDA_TRACE=1) with its exported name and, where it has one, its size.
  *
  * The virtual GPU, with FAKE_GPU_FILE=/abs/path (unset: none of this happens). The file, created
@@ -30,6 +37,7 @@
 #define _GNU_SOURCE /* F_OFD_SETLKW */
 #endif
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -66,6 +74,7 @@ __attribute__((visibility("hidden"))) CUresult fake_ready(void);
 __attribute__((visibility("hidden"))) unsigned long long fake_memory(void);
 __attribute__((visibility("hidden"))) void *fake_mem_fn(const char *name);
 __attribute__((visibility("hidden"))) const char *fake_current_uuid(void);
+__attribute__((visibility("hidden"))) void fake_context_taken(int sign);
 
 /* ------------------------------------------------------------------ the virtual GPU */
 
@@ -244,39 +253,232 @@ static void gpu_wait(void) {
   if (end > now_ns()) sleep_until(end);
 }
 
-/* ------------------------------------------------------------------ allocations */
+/* ------------------------------------------------------------------ the device's memory */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned long long next_address = 0x7f0000000000ULL, next_small = 0x10000000ULL;
-static unsigned long long allocated;
-static struct block { unsigned long long key, bytes; } *blocks;
-static size_t block_count, block_cap;
+static unsigned long long allocated; /* what this process holds on the GPU, all kinds */
 
-/* small: a 32-bit address, for the _v1 functions */
-static CUresult take(const char *call, unsigned long long bytes, int small,
-                     unsigned long long *key) {
+/* With FAKE_GPU_FILE, every process's holding is published in <FAKE_GPU_FILE>.mem (one record per
+ * process: its GPU's UUID, its pid, its bytes), so that cuMemGetInfo's free and NVML's used are the
+ * device's, all processes together, as a real driver's are; a dead process's record counts for
+ * nothing (the driver frees what a process held when it ends). */
+#define MEM_MAGIC 0x4d454d46u /* "FMEM" */
+#define MEM_PROCS 256
+struct mem_proc { char uuid[96]; int32_t pid; uint32_t unused; uint64_t bytes; };
+struct mem_file { uint32_t magic, version; uint64_t unused; struct mem_proc proc[MEM_PROCS]; };
+static int mem_fd = -1, mem_tried;
+static struct mem_file *memf;
+
+static int alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+/* Under mu: the shared record file, opened once; 0 without FAKE_GPU_FILE. */
+static int mem_open(void) {
+  if (mem_tried) return memf != NULL;
+  mem_tried = 1;
+  const char *gpu_path = getenv("FAKE_GPU_FILE");
+  if (!gpu_path || !*gpu_path) return 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s.mem", gpu_path);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return 0;
+  struct stat st;
+  void *m = MAP_FAILED;
+  if (file_lock(fd, F_WRLCK) == 0 && fstat(fd, &st) == 0 &&
+      (st.st_size == (off_t)sizeof(struct mem_file) ||
+       (st.st_size == 0 && ftruncate(fd, sizeof(struct mem_file)) == 0))) {
+    m = mmap(NULL, sizeof(struct mem_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED && st.st_size == 0) ((struct mem_file *)m)->magic = MEM_MAGIC;
+    if (m != MAP_FAILED && ((struct mem_file *)m)->magic != MEM_MAGIC) {
+      munmap(m, sizeof(struct mem_file));
+      m = MAP_FAILED;
+    }
+  }
+  file_lock(fd, F_UNLCK);
+  if (m == MAP_FAILED) {
+    fprintf(stderr, "fake libcuda: %s is not a fake GPU memory file; memory is per process\n",
+            path);
+    close(fd);
+    return 0;
+  }
+  mem_fd = fd;
+  memf = m;
+  return 1;
+}
+
+/* Under mu: this process's holding published. */
+static void mem_publish(void) {
+  const char *uuid = fake_current_uuid();
+  if (!uuid || !mem_open()) return;
+  int pid = (int)getpid(), at = -1;
+  file_lock(mem_fd, F_WRLCK);
+  for (int i = 0; i < MEM_PROCS; i++) {
+    if (memf->proc[i].pid == pid) { at = i; break; }
+    if (at < 0 && !alive(memf->proc[i].pid)) at = i;
+  }
+  if (at >= 0) {
+    struct mem_proc *r = &memf->proc[at];
+    snprintf(r->uuid, sizeof r->uuid, "%s", uuid);
+    r->pid = pid;
+    r->bytes = allocated;
+  }
+  file_lock(mem_fd, F_UNLCK);
+}
+
+/* Under mu: what the current GPU has in use, every live process's together (this one's alone
+ * without FAKE_GPU_FILE). */
+static unsigned long long device_used(void) {
+  const char *uuid = fake_current_uuid();
+  if (!uuid || !mem_open()) return allocated;
+  unsigned long long used = 0;
+  int pid = (int)getpid();
+  file_lock(mem_fd, F_WRLCK);
+  for (int i = 0; i < MEM_PROCS; i++) {
+    struct mem_proc *r = &memf->proc[i];
+    if (r->pid != pid && strncmp(r->uuid, uuid, sizeof r->uuid) == 0 && alive(r->pid)) {
+      used += r->bytes;
+    }
+  }
+  file_lock(mem_fd, F_UNLCK);
+  return used + allocated;
+}
+
+/* Under mu: takes (or gives back) device memory; 0 when the device has not that much free. */
+static int device_take(unsigned long long bytes) {
+  unsigned long long total = fake_memory(), used = device_used();
+  if (used > total || bytes > total - used) return 0;
+  allocated += bytes;
+  mem_publish();
+  return 1;
+}
+static void device_give(unsigned long long bytes) {
+  allocated -= bytes < allocated ? bytes : allocated;
+  mem_publish();
+}
+
+/* A context's own memory (fake_cuda.c): FAKE_CUDA_CONTEXT_BYTES, as a real driver takes a few
+ * hundred MiB of the device for each context it creates (its state, the local memory of its
+ * threads, the printf and malloc heaps). */
+void fake_context_taken(int sign) { /* 1: a context made; -1: one destroyed */
+  const char *v = getenv("FAKE_CUDA_CONTEXT_BYTES");
+  unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
+  pthread_mutex_lock(&mu);
+  if (sign > 0) allocated += bytes; /* a real driver fails the creation when it does not fit */
+  else allocated -= bytes < allocated ? bytes : allocated;
+  mem_publish();
+  pthread_mutex_unlock(&mu);
+}
+
+/* ------------------------------------------------------------------ stream-ordered pools
+ *
+ * As the driver keeps them: a pool reserves device memory for its allocations and keeps what they
+ * give back (cuMemFreeAsync) for the next ones, without new device memory, until it trims: at a
+ * synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize) down to its release
+ * threshold (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 0 by default), at cuMemPoolTrimTo down to what it
+ * is asked to keep, at cuMemPoolDestroy all it does not lend; never below what its allocations
+ * still use. Each device has a default pool (cuDeviceGetDefaultMemPool), the current one
+ * (cuDeviceGetMemPool / cuDeviceSetMemPool) is where cuMemAllocAsync takes from. Unlike a real
+ * pool this one reserves exactly what it lacks (a real one reserves in chunks of 2 MiB or more). */
+#define POOLS 64
+#define POOL_DEVICES 16
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
+static struct pool {
+  int made, destroyed;
+  unsigned long long reserved, used, threshold, reserved_high, used_high;
+} pools[POOLS];
+static int current_pool[POOL_DEVICES]; /* the device's current pool: its index; default = device */
+static int current_set[POOL_DEVICES];
+
+__attribute__((visibility("hidden"))) int fake_current_device(void);
+
+static CUmemoryPool pool_handle(int i) { return (CUmemoryPool)(uintptr_t)(0x900000 + i * 16); }
+static int pool_index(CUmemoryPool h) {
+  uintptr_t v = (uintptr_t)h;
+  if (v < 0x900000 || (v - 0x900000) % 16 || (v - 0x900000) / 16 >= POOLS) return -1;
+  int i = (int)((v - 0x900000) / 16);
+  return i < POOL_DEVICES || pools[i].made ? i : -1;
+}
+
+/* Under mu: gives back what the pool holds unused above keep. */
+static void pool_trim(struct pool *p, unsigned long long keep) {
+  unsigned long long floor = keep > p->used ? keep : p->used;
+  if (p->reserved > floor) {
+    device_give(p->reserved - floor);
+    p->reserved = floor;
+  }
+}
+
+static void pools_at_sync(void) {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < POOLS; i++) {
+    if (!pools[i].destroyed) pool_trim(&pools[i], pools[i].threshold);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+/* ------------------------------------------------------------------ allocations */
+
+static unsigned long long next_address = 0x7f0000000000ULL, next_small = 0x10000000ULL;
+/* pool: 1 + the pool's index, 0 none; host: memory on the host (cuMemCreate), none of the GPU's */
+static struct block { unsigned long long key, bytes; int pool, host, small; } *blocks;
+static size_t block_count, block_cap;
+/* Freed address ranges, given again to later allocations that fit (a real driver reuses a freed
+ * address at once: an allocation on another thread may get the address a free just gave back) */
+static struct { unsigned long long key, span; int small; } reusable[1024];
+static size_t reusable_count;
+
+/* small: a 32-bit address, for the _v1 functions; pool: the pool's index, or -1 */
+static CUresult take_from(const char *call, unsigned long long bytes, int small, int pool,
+                          int host, unsigned long long *key) {
   fake_trace("%s(%llu)", call, bytes);
   if (fake_ready()) return fake_ready();
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   CUresult rc = CUDA_SUCCESS;
   pthread_mutex_lock(&mu);
-  if (bytes > fake_memory() - allocated) {
-    rc = CUDA_ERROR_OUT_OF_MEMORY;
+  struct pool *p = pool >= 0 ? &pools[pool] : NULL;
+  unsigned long long idle = p ? p->reserved - p->used : 0;
+  unsigned long long grow = host ? 0 : bytes > idle ? bytes - idle : 0;
+  if (p && p->destroyed) {
+    rc = CUDA_ERROR_INVALID_VALUE;
   } else if (block_count == block_cap) {
     size_t cap = block_cap ? block_cap * 2 : 64;
     struct block *b = realloc(blocks, cap * sizeof *b);
     if (b) blocks = b, block_cap = cap;
     else rc = CUDA_ERROR_OUT_OF_MEMORY;
   }
+  if (rc == CUDA_SUCCESS && grow && !device_take(grow)) rc = CUDA_ERROR_OUT_OF_MEMORY;
   if (rc == CUDA_SUCCESS) {
+    unsigned long long span = (bytes + 0x1fffff) & ~0x1fffffULL; /* 2 MiB apart, as a driver's */
+    *key = 0;
+    for (size_t i = reusable_count; i-- > 0;) { /* the latest freed range it fits, as a driver's */
+      if (reusable[i].small != small || reusable[i].span < span) continue;
+      *key = reusable[i].key;
+      reusable[i] = reusable[--reusable_count];
+      break;
+    }
     unsigned long long *next = small ? &next_small : &next_address;
-    *key = *next;
-    *next += (bytes + 0x1fffff) & ~0x1fffffULL; /* 2 MiB apart, as a driver's are */
-    blocks[block_count++] = (struct block){*key, bytes};
-    allocated += bytes;
+    if (!*key) {
+      *key = *next;
+      *next += span;
+    }
+    blocks[block_count++] = (struct block){*key, bytes, pool + 1, host, small};
+    if (p) {
+      p->reserved += grow;
+      p->used += bytes;
+      if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+      if (p->used > p->used_high) p->used_high = p->used;
+    }
   }
   pthread_mutex_unlock(&mu);
   return rc;
+}
+
+static CUresult take(const char *call, unsigned long long bytes, int small,
+                     unsigned long long *key) {
+  return take_from(call, bytes, small, -1, 0, key);
 }
 
 static CUresult give(const char *call, unsigned long long key) {
@@ -286,8 +488,20 @@ static CUresult give(const char *call, unsigned long long key) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < block_count; i++) {
     if (blocks[i].key != key) continue;
-    allocated -= blocks[i].bytes;
+    struct block b = blocks[i];
     blocks[i] = blocks[--block_count];
+    if (reusable_count < sizeof reusable / sizeof reusable[0]) {
+      reusable[reusable_count].key = b.key;
+      reusable[reusable_count].span = (b.bytes + 0x1fffff) & ~0x1fffffULL;
+      reusable[reusable_count++].small = b.small;
+    }
+    if (b.pool) { /* back to its pool, which keeps it (a destroyed one gives it back) */
+      struct pool *p = &pools[b.pool - 1];
+      p->used -= b.bytes;
+      if (p->destroyed) pool_trim(p, 0);
+    } else if (!b.host) {
+      device_give(b.bytes);
+    }
     rc = CUDA_SUCCESS;
     break;
   }
@@ -305,12 +519,201 @@ static CUresult give(const char *call, unsigned long long key) {
 ALLOC(cuMemAlloc_v2, CUdeviceptr, size_t, 0)
 ALLOC(cuMemAlloc, CUdeviceptr_v1, unsigned, 1)
 ALLOC(cuMemAllocManaged, CUdeviceptr, size_t, 0, unsigned flags)
-ALLOC(cuMemAllocAsync, CUdeviceptr, size_t, 0, CUstream s)
-ALLOC(cuMemAllocAsync_ptsz, CUdeviceptr, size_t, 0, CUstream s)
-ALLOC(cuMemAllocFromPoolAsync, CUdeviceptr, size_t, 0, CUmemoryPool pool, CUstream s)
-ALLOC(cuMemAllocFromPoolAsync_ptsz, CUdeviceptr, size_t, 0, CUmemoryPool pool, CUstream s)
-ALLOC(cuMemCreate, CUmemGenericAllocationHandle, size_t, 0, const void *prop,
-      unsigned long long flags)
+
+/* the current device's current pool */
+static int the_current_pool(void) {
+  int dev = fake_current_device();
+  if (dev < 0 || dev >= POOL_DEVICES) dev = 0;
+  return current_set[dev] ? current_pool[dev] : dev;
+}
+#define ALLOC_ASYNC(name)                                                          \
+  CUresult name(CUdeviceptr *dptr, size_t bytes, CUstream s) {                     \
+    unsigned long long a;                                                          \
+    CUresult rc = take_from(#name, bytes, 0, the_current_pool(), 0, &a);           \
+    if (!rc) *dptr = a;                                                            \
+    return rc;                                                                     \
+  }
+ALLOC_ASYNC(cuMemAllocAsync)
+ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+#define ALLOC_POOL(name)                                                             \
+  CUresult name(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) {    \
+    int i = pool_index(pool);                                                        \
+    if (i < 0) return CUDA_ERROR_INVALID_VALUE;                                      \
+    unsigned long long a;                                                            \
+    CUresult rc = take_from(#name, bytes, 0, i, 0, &a);                              \
+    if (!rc) *dptr = a;                                                              \
+    return rc;                                                                       \
+  }
+ALLOC_POOL(cuMemAllocFromPoolAsync)
+ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
+
+/* cuda.h's CUmemAllocationProp up to its location: HOST (2), HOST_NUMA (3) and HOST_NUMA_CURRENT
+ * (4) are pinned host memory, none of the GPU's */
+struct alloc_prop { int type, handle_types, location_type, location_id; };
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t bytes, const void *prop,
+                     unsigned long long flags) {
+  const struct alloc_prop *p = prop;
+  int host = p && p->location_type >= 2 && p->location_type <= 4;
+  unsigned long long a;
+  CUresult rc = take_from("cuMemCreate", bytes, 0, -1, host, &a);
+  if (!rc) *handle = a;
+  return rc;
+}
+
+/* ------------------------------------------------------------------ modules */
+
+/* Loading a module or a library takes FAKE_CUDA_MODULE_BYTES (default 0) of the device until its
+ * unload, as a real driver's eager loading takes the module's code, constants and globals. */
+static unsigned long long next_module = 0x5000000ULL;
+
+static CUresult module_load(const char *call, void **handle) {
+  fake_trace("%s()", call);
+  if (fake_ready()) return fake_ready();
+  const char *v = getenv("FAKE_CUDA_MODULE_BYTES");
+  unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
+  CUresult rc = CUDA_SUCCESS;
+  pthread_mutex_lock(&mu);
+  if (block_count == block_cap) {
+    size_t cap = block_cap ? block_cap * 2 : 64;
+    struct block *b = realloc(blocks, cap * sizeof *b);
+    if (b) blocks = b, block_cap = cap;
+    else rc = CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (rc == CUDA_SUCCESS && bytes && !device_take(bytes)) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (rc == CUDA_SUCCESS) {
+    *handle = (void *)(uintptr_t)next_module;
+    blocks[block_count++] = (struct block){next_module, bytes, 0, 0, 2};
+    next_module += 16;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+#define P_LIB , void *jo, void **jv, unsigned jn, void *lo, void **lv, unsigned ln
+CUresult cuModuleLoad(void **m, const char *file) { return module_load("cuModuleLoad", m); }
+CUresult cuModuleLoadData(void **m, const void *image) {
+  return module_load("cuModuleLoadData", m);
+}
+CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, void *o, void **v) {
+  return module_load("cuModuleLoadDataEx", m);
+}
+CUresult cuModuleLoadFatBinary(void **m, const void *fatbin) {
+  return module_load("cuModuleLoadFatBinary", m);
+}
+CUresult cuLibraryLoadData(void **l, const void *code P_LIB) {
+  return module_load("cuLibraryLoadData", l);
+}
+CUresult cuLibraryLoadFromFile(void **l, const char *file P_LIB) {
+  return module_load("cuLibraryLoadFromFile", l);
+}
+CUresult cuModuleUnload(void *m) { return give("cuModuleUnload", (uintptr_t)m); }
+CUresult cuLibraryUnload(void *l) { return give("cuLibraryUnload", (uintptr_t)l); }
+
+/* ------------------------------------------------------------------ pools */
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, int dev) {
+  fake_trace("cuDeviceGetDefaultMemPool(%d)", dev);
+  if (fake_ready()) return fake_ready();
+  if (dev < 0 || dev >= POOL_DEVICES) return CUDA_ERROR_INVALID_VALUE;
+  *pool = pool_handle(dev);
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, int dev) {
+  fake_trace("cuDeviceGetMemPool(%d)", dev);
+  if (fake_ready()) return fake_ready();
+  if (dev < 0 || dev >= POOL_DEVICES) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  *pool = pool_handle(current_set[dev] ? current_pool[dev] : dev);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceSetMemPool(int dev, CUmemoryPool pool) {
+  fake_trace("cuDeviceSetMemPool(%d)", dev);
+  if (fake_ready()) return fake_ready();
+  int i = pool_index(pool);
+  if (dev < 0 || dev >= POOL_DEVICES || i < 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  current_pool[dev] = i;
+  current_set[dev] = 1;
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+/* cuda.h's CUmemPoolProps up to its location */
+struct pool_props { int alloc_type, handle_types, location_type, location_id; };
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const void *props) {
+  fake_trace("cuMemPoolCreate()");
+  if (fake_ready()) return fake_ready();
+  CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&mu);
+  for (int i = POOL_DEVICES; i < POOLS; i++) {
+    if (pools[i].made) continue;
+    memset(&pools[i], 0, sizeof pools[i]);
+    pools[i].made = 1;
+    *pool = pool_handle(i);
+    rc = CUDA_SUCCESS;
+    break;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  fake_trace("cuMemPoolDestroy()");
+  if (fake_ready()) return fake_ready();
+  int i = pool_index(pool);
+  if (i < POOL_DEVICES) return CUDA_ERROR_INVALID_VALUE; /* a default pool is not destroyed */
+  pthread_mutex_lock(&mu);
+  pool_trim(&pools[i], 0);
+  pools[i].destroyed = 1;
+  for (int d = 0; d < POOL_DEVICES; d++) {
+    if (current_set[d] && current_pool[d] == i) current_set[d] = 0; /* back to the default */
+  }
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  fake_trace("cuMemPoolTrimTo(%zu)", keep);
+  if (fake_ready()) return fake_ready();
+  int i = pool_index(pool);
+  if (i < 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  pool_trim(&pools[i], keep);
+  pthread_mutex_unlock(&mu);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value) {
+  fake_trace("cuMemPoolSetAttribute(%d)", attr);
+  if (fake_ready()) return fake_ready();
+  int i = pool_index(pool);
+  if (i < 0 || !value || attr < 1 || attr > 8) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&mu);
+  struct pool *p = &pools[i];
+  CUresult rc = CUDA_SUCCESS;
+  if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) p->threshold = *(unsigned long long *)value;
+  else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) p->reserved_high = p->reserved;
+  else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) p->used_high = p->used;
+  else if (attr >= CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) rc = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, int attr, void *value) {
+  fake_trace("cuMemPoolGetAttribute(%d)", attr);
+  if (fake_ready()) return fake_ready();
+  int i = pool_index(pool);
+  if (i < 0 || !value || attr < 1 || attr > 8 || pools[i].destroyed) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  pthread_mutex_lock(&mu);
+  struct pool *p = &pools[i];
+  unsigned long long v = attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD ? p->threshold
+                         : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ? p->reserved
+                         : attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ? p->reserved_high
+                         : attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? p->used
+                         : attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? p->used_high : 1;
+  pthread_mutex_unlock(&mu);
+  if (attr < CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) *(int *)value = (int)v;
+  else *(unsigned long long *)value = v;
+  return CUDA_SUCCESS;
+}
 
 /* rows padded to 512 bytes */
 #define PITCH(name, ptr_type, size_type, small)                                              \
@@ -354,7 +757,8 @@ static CUresult info(const char *call, unsigned long long *free_bytes, unsigned 
   if (fake_ready()) return fake_ready();
   pthread_mutex_lock(&mu);
   *total = fake_memory();
-  *free_bytes = *total - allocated;
+  unsigned long long used = device_used();
+  *free_bytes = used < *total ? *total - used : 0;
   pthread_mutex_unlock(&mu);
   return CUDA_SUCCESS;
 }
@@ -470,7 +874,7 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
   CUresult name P_##shape {           \
     fake_trace(#name "()");           \
     CUresult rc = fake_ready();       \
-    if (rc == CUDA_SUCCESS) gpu_wait(); \
+    if (rc == CUDA_SUCCESS) gpu_wait(), pools_at_sync(); \
     return rc;                        \
   }
 #define DEFINE_QUERY(name, shape)                                                      \
@@ -494,7 +898,11 @@ QUERIES(DEFINE_QUERY)
   X(cuMemAllocPitch_v2) X(cuMemAllocPitch) X(cuArrayCreate_v2) X(cuArrayCreate)                  \
   X(cuArray3DCreate_v2) X(cuArray3DCreate) X(cuMipmappedArrayCreate) X(cuMemFree_v2) X(cuMemFree) \
   X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) X(cuMemRelease) X(cuArrayDestroy)                     \
-  X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) X(cuMemGetInfo)
+  X(cuMipmappedArrayDestroy) X(cuMemGetInfo_v2) X(cuMemGetInfo) X(cuDeviceGetDefaultMemPool)      \
+  X(cuDeviceGetMemPool) X(cuDeviceSetMemPool) X(cuMemPoolCreate) X(cuMemPoolDestroy)             \
+  X(cuMemPoolTrimTo) X(cuMemPoolSetAttribute) X(cuMemPoolGetAttribute) X(cuModuleLoad)           \
+  X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuLibraryLoadData)        \
+  X(cuLibraryLoadFromFile) X(cuModuleUnload) X(cuLibraryUnload)
 static const struct { const char *name; void *fn; } functions[] = {
   OWN(ROW) SIZED(ROW) UNSIZED(ROW) LAUNCHES(ROW) WAITS(ROW) QUERIES(ROW)
 };

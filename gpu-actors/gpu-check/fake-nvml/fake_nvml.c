@@ -28,6 +28,9 @@
  *                                       percent (rounded), timeStamp now in µs (CLOCK_MONOTONIC);
  *                                       NVML_ERROR_NOT_FOUND when none ran or lastSeen >= now
  *   nvmlDeviceGetComputeRunningProcesses_v2/_v3  those pids, memory NVML_VALUE_NOT_AVAILABLE
+ *   nvmlDeviceGetMemoryInfo             total FAKE_CUDA_MEMORY (default 80 GiB), used what the
+ *                                       fake libcuda.so.1's live processes hold on the device
+ *                                       (<FAKE_GPU_FILE>.mem: contexts, allocations, pools)
  * A device FAKE_NVML_UTIL scripts keeps its scripted utilisation and sample; lost and MIG devices
  * answer as without the file. Unset, none of this happens.
  *
@@ -38,6 +41,7 @@
 #define _GNU_SOURCE /* F_OFD_SETLKW */
 #endif
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -325,9 +329,51 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) 
   snprintf(name, length, "%s", "NVIDIA H20 (fake)");
   return NVML_SUCCESS;
 }
+/* The virtual GPU's memory: what the fake libcuda.so.1's processes hold on the device, as they
+ * publish it in <FAKE_GPU_FILE>.mem (fake_cuda_mem.c declares the layout), the dead ones' not
+ * counted; 1 with *used, 0 without FAKE_GPU_FILE. */
+struct mem_proc { char uuid[96]; int32_t pid; uint32_t unused; uint64_t bytes; };
+struct mem_file { uint32_t magic, version; uint64_t unused; struct mem_proc proc[256]; };
+static int virtual_memory(nvmlDevice_t d, unsigned long long *used) {
+  const char *gpu_path = getenv("FAKE_GPU_FILE");
+  if (!gpu_path || !*gpu_path) return 0;
+  char path[4096], uuid[96];
+  snprintf(path, sizeof path, "%s.mem", gpu_path);
+  uuid_of(d->index, uuid, sizeof uuid);
+  *used = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1; /* no process has taken any yet */
+  static struct mem_file f;
+  static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mem_mu);
+  struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+  while (fcntl(fd, F_OFD_SETLKW, &l) != 0 && errno == EINTR) {
+  }
+  if (pread(fd, &f, sizeof f, 0) == (ssize_t) sizeof f && f.magic == 0x4d454d46u) {
+    for (int i = 0; i < 256; i++) {
+      int pid = f.proc[i].pid;
+      if (strncmp(f.proc[i].uuid, uuid, sizeof uuid) == 0 && pid > 0 &&
+          (kill(pid, 0) == 0 || errno == EPERM)) {
+        *used += f.proc[i].bytes;
+      }
+    }
+  }
+  pthread_mutex_unlock(&mem_mu);
+  close(fd); /* drops the lock */
+  return 1;
+}
+
 static int discovered = 0; /* GPU_IS_LOST only after discovery, as when a GPU falls off the bus */
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m) {
   if (lost(d) && discovered++ > 0) return NVML_ERROR_GPU_IS_LOST;
+  unsigned long long used;
+  if (virtual_memory(d, &used)) { /* the fake libcuda.so.1's device: FAKE_CUDA_MEMORY */
+    const char *total = getenv("FAKE_CUDA_MEMORY");
+    m->total = total ? strtoull(total, NULL, 10) : 80ULL << 30;
+    m->used = used < m->total ? used : m->total;
+    m->free = m->total - m->used;
+    return NVML_SUCCESS;
+  }
   m->total = 97871ULL * MIB;
   m->used = d->index == 0 ? 1536ULL * MIB : 0;
   m->free = m->total - m->used;

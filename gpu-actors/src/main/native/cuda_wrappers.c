@@ -7,7 +7,11 @@
  *   work (launches, copies, sets, waits): the state word, then the driver
  *   allocations: the state word, the pod's count (an allocation over the pod's limit fails with
  *   CUDA_ERROR_OUT_OF_MEMORY without reaching the driver), the driver, the address remembered
- *   frees: the driver, then the count (never held back: freeing is what a waiting pod needs)
+ *   frees: the address forgotten, the driver, then the count (never held back: freeing is what a
+ *   waiting pod needs); a failed free remembers the address again
+ *   stream-ordered pools: what a pool holds counts until the driver says the pool gave it back
+ *   synchronisations: the state word, the driver, then the pools asked again (they trim there)
+ *   contexts: what the driver took for one, measured around its creation, counts for the pod
  *   cuMemGetInfo: the pod's limit as the total, what it has left as the free
  *   cuInit: the demand and the grant (state.c) before the driver reads CUDA_VISIBLE_DEVICES
  *
@@ -15,6 +19,8 @@
  * CUdeviceptr is unsigned long long (unsigned int in the 2000-era _v1 functions), CUresult is int.
  */
 #include "gpushare.h"
+
+#include <pthread.h>
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -114,7 +120,15 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)
 
 #define WORK(X)                                                                                  \
-  LAUNCHES(X) OTHER_WORK(X)
+  LAUNCHES(X) OTHER_WORK(X) SYNCS(X)
+
+/* Synchronisations: where a stream-ordered pool gives back what it holds over its release
+ * threshold, so the pod's count asks the pools again after one (when they may hold any). */
+#define SYNCS(X)                                                                                 \
+  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
+  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
+  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
+  X(cuEventSynchronize, cuEventSynchronize, EVENT)
 
 #define OTHER_WORK(X)                                                                            \
   X(cuLaunchHostFunc, cuLaunchHostFunc, HOSTFN) X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, HOSTFN) \
@@ -154,12 +168,8 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuMemsetD16Async, cuMemsetD16Async_ptsz, SET16A)                                             \
   X(cuMemsetD32Async, cuMemsetD32Async, SET32A)                                                  \
   X(cuMemsetD32Async, cuMemsetD32Async_ptsz, SET32A)                                             \
-  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
-  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
-  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
   X(cuStreamWaitEvent, cuStreamWaitEvent, WAITEV)                                                \
   X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, WAITEV)                                           \
-  X(cuEventSynchronize, cuEventSynchronize, EVENT)                                               \
   X(cuStreamQuery, cuStreamQuery, STREAM) X(cuStreamQuery, cuStreamQuery_ptsz, STREAM)           \
   X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)
 
@@ -177,7 +187,23 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuMipmappedArrayCreate, cuMipmappedArrayCreate) X(cuMemFree, cuMemFree)                      \
   X(cuMemFree, cuMemFree_v2) X(cuMemFreeAsync, cuMemFreeAsync)                                   \
   X(cuMemFreeAsync, cuMemFreeAsync_ptsz) X(cuMemRelease, cuMemRelease)                           \
-  X(cuArrayDestroy, cuArrayDestroy) X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)
+  X(cuArrayDestroy, cuArrayDestroy) X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)          \
+  MEMORY_OWN(X)
+
+/* pools and contexts (what the pod's count must see besides allocations) */
+#define MEMORY_OWN(X)                                                                            \
+  X(cuMemPoolTrimTo, cuMemPoolTrimTo) X(cuMemPoolSetAttribute, cuMemPoolSetAttribute)            \
+  X(cuMemPoolDestroy, cuMemPoolDestroy) X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)    \
+  X(cuCtxCreate, cuCtxCreate) X(cuCtxCreate, cuCtxCreate_v2) X(cuCtxCreate, cuCtxCreate_v3)      \
+  X(cuCtxCreate, cuCtxCreate_v4) X(cuCtxDestroy, cuCtxDestroy) X(cuCtxDestroy, cuCtxDestroy_v2)  \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease)                                        \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                     \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset)                                            \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2) X(cuModuleLoad, cuModuleLoad)           \
+  X(cuModuleLoadData, cuModuleLoadData) X(cuModuleLoadDataEx, cuModuleLoadDataEx)                \
+  X(cuModuleLoadFatBinary, cuModuleLoadFatBinary) X(cuModuleUnload, cuModuleUnload)              \
+  X(cuLibraryLoadData, cuLibraryLoadData) X(cuLibraryLoadFromFile, cuLibraryLoadFromFile)        \
+  X(cuLibraryUnload, cuLibraryUnload)
 
 #define INDEX_WORK(base, name, shape) FN_##name,
 #define INDEX_OWN(base, name) FN_##name,
@@ -202,6 +228,22 @@ static inline void *real_of(int i) {
   }
 OTHER_WORK(DEFINE_WORK)
 
+/* Set once a free gave memory to a pool of this process: from then on a synchronisation asks the
+ * pools what they still hold (a load on the synchronisation's path otherwise). */
+static _Atomic int pools_may_hold;
+static void refresh_pools(void);
+
+#define DEFINE_SYNC(base, name, shape)                          \
+  GS_EXPORT CUresult name P_##shape {                           \
+    int rc = gs_gate();                                         \
+    if (rc) return rc;                                          \
+    __typeof__(&name) real = (__typeof__(&name))real_of(FN_##name); \
+    rc = real ? real A_##shape : GS_CUDA_ERROR_NOT_FOUND;       \
+    if (atomic_load_explicit(&pools_may_hold, memory_order_relaxed)) refresh_pools(); \
+    return rc;                                                  \
+  }
+SYNCS(DEFINE_SYNC)
+
 #define DEFINE_LAUNCH(base, name, shape)                        \
   GS_EXPORT CUresult name P_##shape {                           \
     int rc = gs_launch_gate();                                  \
@@ -223,6 +265,7 @@ GS_EXPORT CUresult cuInit(unsigned flags) {
 
 /* The pod's view: its limit is the device's size, and what it has not used the most it can get. */
 static void limited(uint64_t *free_bytes, uint64_t *total) {
+  refresh_pools(); /* what this process's pools gave back at a synchronisation is not counted */
   uint64_t lim = gs_mem_limit(), used = gs_mem_used();
   if (!lim) return;
   uint64_t left = used < lim ? lim - used : 0;
@@ -258,9 +301,20 @@ GS_EXPORT CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
 #define RESERVE(bytes)                       \
   do {                                       \
     int rc_ = gs_gate();                     \
-    if (!rc_) rc_ = gs_mem_reserve(bytes);   \
+    if (!rc_) rc_ = reserve(bytes);          \
     if (rc_) return rc_;                     \
   } while (0)
+
+/* The count, once more after this process's pools were asked what they still hold (a
+ * synchronisation may have trimmed them since they were counted). */
+static int reserve(uint64_t bytes) {
+  int rc = gs_mem_reserve(bytes);
+  if (rc == GS_CUDA_ERROR_OUT_OF_MEMORY) {
+    refresh_pools();
+    rc = gs_mem_reserve(bytes);
+  }
+  return rc;
+}
 
 /* After the driver: remembered for the free, or given back to the pod. */
 static CUresult counted(CUresult rc, uint64_t key, uint64_t bytes) {
@@ -324,27 +378,280 @@ GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned f
   return counted(rc, rc ? 0 : *dptr, bytes);
 }
 
+/* ------------------------------------------------------------------ stream-ordered pools */
+
+#define CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+
+typedef CUresult (*pool_attr_fn)(CUmemoryPool, int, void *);
+typedef CUresult (*ctx_device_fn)(int *);
+typedef CUresult (*device_pool_fn)(CUmemoryPool *, int);
+
+/* A driver function this library calls but does not wrap, looked up once. */
+static void *real_plain(_Atomic(void *) *slot, const char *name) {
+  void *p = atomic_load_explicit(slot, memory_order_acquire);
+  if (!p && (p = gs_real_cuda(name)) != NULL) atomic_store_explicit(slot, p, memory_order_release);
+  return p;
+}
+static _Atomic(void *) pool_get_attr, ctx_get_device, device_get_mem_pool;
+
+/* A pool's figure as the driver gives it; 0 when it cannot (an old driver, a pool destroyed). */
+static int pool_figure(uint64_t pool, int attr, uint64_t *out) {
+  pool_attr_fn get = (pool_attr_fn)real_plain(&pool_get_attr, "cuMemPoolGetAttribute");
+  *out = 0;
+  return pool && get && get((CUmemoryPool)(uintptr_t)pool, attr, out) == GS_CUDA_SUCCESS;
+}
+
+/* The pool cuMemAllocAsync takes from: the current device's current pool; 0 when unknown. */
+static uint64_t current_pool(void) {
+  ctx_device_fn device = (ctx_device_fn)real_plain(&ctx_get_device, "cuCtxGetDevice");
+  device_pool_fn pool_of = (device_pool_fn)real_plain(&device_get_mem_pool, "cuDeviceGetMemPool");
+  int dev;
+  CUmemoryPool pool = NULL;
+  if (!device || !pool_of || device(&dev) != GS_CUDA_SUCCESS || pool_of(&pool, dev)) return 0;
+  return (uint64_t)(uintptr_t)pool;
+}
+
+/* What the pod is counted for a pool: what the driver says it holds now. */
+static int recount_pool(uint64_t pool) {
+  uint64_t reserved;
+  if (!pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved)) return 0;
+  gs_mem_pool_set(pool, reserved);
+  return 1;
+}
+
+static void refresh_pools(void) {
+  uint64_t p[64];
+  int n = gs_cfg.active ? gs_mem_pools(p, 64) : 0;
+  for (int i = 0; i < n; i++) recount_pool(p[i]);
+}
+
+/* What an allocation from a pool may add to the pod: nothing when the pool holds that much
+ * unused (it is reused without new memory), else the whole allocation (the driver may round it
+ * up; the pool's figure after the call is what counts). */
+static uint64_t pool_ahead(uint64_t pool, uint64_t bytes) {
+  uint64_t reserved, used;
+  if (!pool_figure(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) ||
+      !pool_figure(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used)) {
+    return bytes;
+  }
+  return reserved > used && reserved - used >= bytes ? 0 : bytes;
+}
+
+/* What an allocation from a pool takes from the pod's count before the driver (*ahead): the whole
+ * allocation while the pod has room for it (the common case: no question to the driver), else
+ * nothing when the pool holds that much unused; 0, or the CUresult to fail with. */
+static int pool_reserve(uint64_t pool, uint64_t bytes, uint64_t *ahead) {
+  *ahead = bytes;
+  if (gs_mem_reserve(bytes) == 0) return 0;
+  if (pool && pool_ahead(pool, bytes) == 0) {
+    *ahead = 0;
+    return 0;
+  }
+  return reserve(bytes); /* once more, after the pools were asked what they still hold */
+}
+
+/* After the driver: the pool counted as it is now (before the advance is given back, so the pod
+ * is counted over, never under, in between), the address remembered with its pool. Without the
+ * pool's figures the allocation is counted by itself, like cuMemAlloc's. */
+static CUresult pool_counted(CUresult rc, uint64_t key, uint64_t bytes, uint64_t pool,
+                             uint64_t ahead) {
+  if (rc == GS_CUDA_SUCCESS && pool && recount_pool(pool)) {
+    gs_mem_track_pool(key, bytes, pool);
+    gs_mem_unreserve(ahead);
+    return rc;
+  }
+  if (rc == GS_CUDA_SUCCESS && ahead < bytes && gs_mem_reserve(bytes - ahead) != 0) {
+    gs_mem_add_taken(bytes - ahead); /* the driver gave it: counted, over the limit or not */
+  }
+  return counted(rc, key, rc ? ahead : bytes);
+}
+
 #define ALLOC_ASYNC(name)                                                  \
   GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUstream s) {   \
-    RESERVE(bytes);                                                        \
+    int rc_ = gs_gate();                                                   \
+    if (rc_) return rc_;                                                   \
+    uint64_t pool = gs_cfg.active ? current_pool() : 0, ahead;             \
+    if ((rc_ = pool_reserve(pool, bytes, &ahead)) != 0) return rc_;        \
     CUresult rc = REAL(name, (dptr, bytes, s));                            \
-    return counted(rc, rc ? 0 : *dptr, bytes);                             \
+    return pool_counted(rc, rc ? 0 : *dptr, bytes, pool, ahead);           \
   }
 ALLOC_ASYNC(cuMemAllocAsync)
 ALLOC_ASYNC(cuMemAllocAsync_ptsz)
 
 #define ALLOC_POOL(name)                                                                 \
   GS_EXPORT CUresult name(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s) { \
-    RESERVE(bytes);                                                                      \
+    int rc_ = gs_gate();                                                                 \
+    if (rc_) return rc_;                                                                 \
+    uint64_t p = gs_cfg.active ? (uint64_t)(uintptr_t)pool : 0, ahead;                   \
+    if ((rc_ = pool_reserve(p, bytes, &ahead)) != 0) return rc_;                         \
     CUresult rc = REAL(name, (dptr, bytes, pool, s));                                    \
-    return counted(rc, rc ? 0 : *dptr, bytes);                                           \
+    return pool_counted(rc, rc ? 0 : *dptr, bytes, p, ahead);                            \
   }
 ALLOC_POOL(cuMemAllocFromPoolAsync)
 ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
 
-/* Counted by its handle until cuMemRelease (mapping it takes nothing more). */
+/* A trim, a new threshold (it applies at the next synchronisation, but the driver may trim at
+ * once) and a destroy change what the pool holds: asked again. A destroyed pool's allocations
+ * still out stay counted until they are freed (the driver keeps their memory). */
+GS_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  CUresult rc = REAL(cuMemPoolTrimTo, (pool, keep));
+  if (rc == GS_CUDA_SUCCESS) recount_pool((uint64_t)(uintptr_t)pool);
+  return rc;
+}
+
+GS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, int attr, void *value) {
+  CUresult rc = REAL(cuMemPoolSetAttribute, (pool, attr, value));
+  if (rc == GS_CUDA_SUCCESS && attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+    recount_pool((uint64_t)(uintptr_t)pool);
+  }
+  return rc;
+}
+
+GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  uint64_t p = (uint64_t)(uintptr_t)pool, out;
+  int known = pool_figure(p, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &out);
+  CUresult rc = REAL(cuMemPoolDestroy, (pool));
+  if (rc == GS_CUDA_SUCCESS && known) gs_mem_pool_set(p, out);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ contexts */
+
+/* What a context takes on the GPU (a few hundred MiB on a real one: the driver's own state, the
+ * local memory of its threads, the printf and heap buffers) is the device's used memory after its
+ * creation less before, both read from NVML on the granted GPU. NVML for both readings: NVML's
+ * and cuMemGetInfo's totals differ on a real GPU (NVML includes a reserved part), so one counter
+ * read twice is what shows the difference. Another process's allocation or free on the same GPU
+ * between the two readings is counted as this context's: the figure is kept within 0 and
+ * CONTEXT_MAX, so a concurrent free never makes it negative and a concurrent large allocation
+ * over-counts (the pod's safe side) by at most that. A context retained again (the primary
+ * context of a device, once per library in a process) is counted once. */
+#define CONTEXT_MAX (4ULL << 30)
+
+typedef struct { unsigned long long total, free, used; } nvml_memory;
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_by_uuid_fn)(const char *, void **);
+typedef int (*nvml_memory_fn)(void *, nvml_memory *);
+
+static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
+static void *nvml_device;
+static nvml_memory_fn nvml_memory_info;
+
+static void nvml_open(void) {
+  nvml_init_fn init = (nvml_init_fn)gs_real_nvml("nvmlInit_v2");
+  nvml_by_uuid_fn by_uuid = (nvml_by_uuid_fn)gs_real_nvml("nvmlDeviceGetHandleByUUID");
+  nvml_memory_fn memory = (nvml_memory_fn)gs_real_nvml("nvmlDeviceGetMemoryInfo");
+  if (!init || !by_uuid || !memory || init() != 0 ||
+      by_uuid(gs_grant_get()->uuid, &nvml_device) != 0) {
+    gs_debug("NVML cannot give GPU %s's memory: contexts are not counted",
+             gs_grant_get()->uuid);
+    nvml_device = NULL;
+    return;
+  }
+  nvml_memory_info = memory;
+}
+
+/* The granted GPU's used memory as NVML gives it; 0 when it cannot. */
+static int device_used(uint64_t *used) {
+  if (!gs_cfg.active || !gs_grant_known()) return 0;
+  pthread_once(&nvml_once, nvml_open);
+  nvml_memory m;
+  if (!nvml_device || nvml_memory_info(nvml_device, &m) != 0) return 0;
+  *used = m.used;
+  return 1;
+}
+
+static void context_taken(const char *what, void *handle, int measured, uint64_t before) {
+  uint64_t key = (uint64_t)(uintptr_t)handle, after;
+  if (!measured || !handle || gs_mem_tracked(key) || !device_used(&after)) return;
+  uint64_t bytes = after > before ? after - before : 0;
+  if (bytes > CONTEXT_MAX) bytes = CONTEXT_MAX;
+  gs_debug("a %s took %llu bytes of GPU %s", what, (unsigned long long)bytes,
+           gs_grant_get()->uuid);
+  gs_mem_add_taken(bytes);
+  /* a context is counted until it is destroyed (a primary one: its last release, a reset) or the
+   * process ends; a module until its unload */
+  gs_mem_track(key, bytes);
+}
+
+#define MEASURED(what, name, params, args, ctx)            \
+  GS_EXPORT CUresult name params {                         \
+    int rc = gs_gate();                                    \
+    if (rc) return rc;                                     \
+    uint64_t before = 0;                                   \
+    int measured = device_used(&before);                   \
+    rc = REAL(name, args);                                 \
+    if (rc == GS_CUDA_SUCCESS) context_taken(what, ctx, measured, before); \
+    return rc;                                             \
+  }
+#define CONTEXT(name, params, args) MEASURED("context", name, params, args, *pctx)
+
+/* The primary contexts this process retained, per device: the driver frees one's memory at its
+ * last release or at a reset, and its count is given back then (primary_released, below). */
+#define PRIMARY_DEVICES 64
+static struct { CUcontext ctx; long retains; } primary[PRIMARY_DEVICES];
+static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, int dev) {
+  int rc = gs_gate();
+  if (rc) return rc;
+  uint64_t before = 0;
+  int measured = device_used(&before);
+  rc = REAL(cuDevicePrimaryCtxRetain, (pctx, dev));
+  if (rc != GS_CUDA_SUCCESS) return rc;
+  context_taken("context", *pctx, measured, before);
+  if (dev >= 0 && dev < PRIMARY_DEVICES) {
+    pthread_mutex_lock(&primary_mu);
+    primary[dev].ctx = *pctx;
+    primary[dev].retains++;
+    pthread_mutex_unlock(&primary_mu);
+  }
+  return rc;
+}
+CONTEXT(cuCtxCreate, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
+CONTEXT(cuCtxCreate_v2, (CUcontext *pctx, unsigned flags, int dev), (pctx, flags, dev))
+CONTEXT(cuCtxCreate_v3, (CUcontext *pctx, void *affinity, int n, unsigned flags, int dev),
+        (pctx, affinity, n, flags, dev))
+CONTEXT(cuCtxCreate_v4, (CUcontext *pctx, void *params, unsigned flags, int dev),
+        (pctx, params, flags, dev))
+
+/* Modules and libraries: what loading one takes (its code, constants and globals; little under
+ * lazy loading, CUDA_MODULE_LOADING=LAZY, where a function's code is loaded at its first use and
+ * not seen here) is measured the same way, and given back at its unload. */
+#define MODULE(name, params, args) MEASURED("module", name, params, args, *mod)
+#define LIB_OPTS , void *jit_options, void **jit_values, unsigned jit_n, void *lib_options, \
+                 void **lib_values, unsigned lib_n
+#define LIB_ARGS , jit_options, jit_values, jit_n, lib_options, lib_values, lib_n
+MODULE(cuModuleLoad, (void **mod, const char *file), (mod, file))
+MODULE(cuModuleLoadData, (void **mod, const void *image), (mod, image))
+MODULE(cuModuleLoadDataEx, (void **mod, const void *image, unsigned n, void *options,
+                            void **values), (mod, image, n, options, values))
+MODULE(cuModuleLoadFatBinary, (void **mod, const void *fatbin), (mod, fatbin))
+MODULE(cuLibraryLoadData, (void **mod, const void *code LIB_OPTS), (mod, code LIB_ARGS))
+MODULE(cuLibraryLoadFromFile, (void **mod, const char *file LIB_OPTS), (mod, file LIB_ARGS))
+
+
+/* ------------------------------------------------------------------ cuMemCreate */
+
+/* cuda.h's CUmemAllocationProp up to its location */
+struct alloc_prop { int type, requested_handle_types, location_type, location_id; };
+#define CU_MEM_LOCATION_TYPE_HOST 2
+#define CU_MEM_LOCATION_TYPE_HOST_NUMA 3
+#define CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT 4
+
+/* Counted by its handle until cuMemRelease (mapping it takes nothing more); memory located on
+ * the host (pinned host memory the GPU maps) takes nothing of the GPU's and is not counted. */
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t bytes,
                                const void *prop, unsigned long long flags) {
+  const struct alloc_prop *p = prop;
+  if (p && (p->location_type == CU_MEM_LOCATION_TYPE_HOST ||
+            p->location_type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+            p->location_type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)) {
+    int rc = gs_gate();
+    return rc ? rc : REAL(cuMemCreate, (handle, bytes, prop, flags));
+  }
   RESERVE(bytes);
   CUresult rc = REAL(cuMemCreate, (handle, bytes, prop, flags));
   return counted(rc, rc ? 0 : *handle, bytes);
@@ -394,28 +701,84 @@ GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *handle,
 
 /* ------------------------------------------------------------------ frees */
 
-static CUresult freed(CUresult rc, uint64_t key) {
-  if (rc == GS_CUDA_SUCCESS) gs_mem_unreserve(gs_mem_untrack(key));
+/* The address is forgotten before the driver frees it: once freed, the driver may give the same
+ * address to an allocation on another thread, whose remembering must not be undone here. A free
+ * the driver refuses leaves the allocation as it was: remembered again. */
+struct forgotten { int known; uint64_t key, bytes, pool; };
+
+static struct forgotten forget(uint64_t key) {
+  struct forgotten f = {0, key, 0, 0};
+  f.known = gs_mem_untrack_pool(key, &f.bytes, &f.pool);
+  return f;
+}
+
+static CUresult freed(CUresult rc, struct forgotten f) {
+  if (!f.known) return rc;
+  if (rc != GS_CUDA_SUCCESS) {
+    gs_mem_track_pool(f.key, f.bytes, f.pool);
+  } else if (!f.pool) {
+    gs_mem_unreserve(f.bytes);
+  } else if (atomic_store(&pools_may_hold, 1), !recount_pool(f.pool)) {
+    gs_mem_pool_sub(f.pool, f.bytes); /* its pool is gone: its memory went with this free */
+  }
   return rc;
 }
 
-GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr p) { return freed(REAL(cuMemFree_v2, (p)), p); }
-GS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 p) { return freed(REAL(cuMemFree, (p)), p); }
-GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
-  return freed(REAL(cuMemFreeAsync, (p, s)), p);
+#define FREE(name, type, arg)                                      \
+  GS_EXPORT CUresult name(type p) {                                \
+    struct forgotten f = forget((uint64_t)(uintptr_t)(arg));       \
+    return freed(REAL(name, (p)), f);                              \
+  }
+#define FREE_ASYNC(name)                                           \
+  GS_EXPORT CUresult name(CUdeviceptr p, CUstream s) {             \
+    struct forgotten f = forget(p);                                \
+    return freed(REAL(name, (p, s)), f);                           \
+  }
+FREE(cuMemFree_v2, CUdeviceptr, p)
+FREE(cuMemFree, CUdeviceptr_v1, p)
+FREE_ASYNC(cuMemFreeAsync)
+FREE_ASYNC(cuMemFreeAsync_ptsz)
+FREE(cuMemRelease, CUmemGenericAllocationHandle, p)
+FREE(cuArrayDestroy, CUarray, p)
+FREE(cuMipmappedArrayDestroy, CUmipmappedArray, p)
+FREE(cuModuleUnload, void *, p)
+FREE(cuLibraryUnload, void *, p)
+FREE(cuCtxDestroy, CUcontext, p)
+FREE(cuCtxDestroy_v2, CUcontext, p)
+
+/* A primary context's release: the last one (or a reset) frees the context, and its count. */
+static struct forgotten primary_forget(int dev, int reset) {
+  struct forgotten f = {0, 0, 0, 0};
+  CUcontext ctx = NULL;
+  pthread_mutex_lock(&primary_mu);
+  if (dev >= 0 && dev < PRIMARY_DEVICES && (reset || primary[dev].retains <= 1)) {
+    ctx = primary[dev].ctx;
+  }
+  pthread_mutex_unlock(&primary_mu);
+  return ctx ? forget((uint64_t)(uintptr_t)ctx) : f;
 }
-GS_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) {
-  return freed(REAL(cuMemFreeAsync_ptsz, (p, s)), p);
+
+static CUresult primary_released(int dev, int reset, CUresult rc, struct forgotten f) {
+  if (rc == GS_CUDA_SUCCESS && dev >= 0 && dev < PRIMARY_DEVICES) {
+    pthread_mutex_lock(&primary_mu);
+    if (reset || --primary[dev].retains <= 0) {
+      primary[dev].retains = 0;
+      primary[dev].ctx = NULL;
+    }
+    pthread_mutex_unlock(&primary_mu);
+  }
+  return freed(rc, f);
 }
-GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h) {
-  return freed(REAL(cuMemRelease, (h)), h);
-}
-GS_EXPORT CUresult cuArrayDestroy(CUarray a) {
-  return freed(REAL(cuArrayDestroy, (a)), (uint64_t)(uintptr_t)a);
-}
-GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray a) {
-  return freed(REAL(cuMipmappedArrayDestroy, (a)), (uint64_t)(uintptr_t)a);
-}
+
+#define PRIMARY_RELEASE(name, reset)                                 \
+  GS_EXPORT CUresult name(int dev) {                                 \
+    struct forgotten f = primary_forget(dev, reset);                 \
+    return primary_released(dev, reset, REAL(name, (dev)), f);       \
+  }
+PRIMARY_RELEASE(cuDevicePrimaryCtxRelease, 0)
+PRIMARY_RELEASE(cuDevicePrimaryCtxRelease_v2, 0)
+PRIMARY_RELEASE(cuDevicePrimaryCtxReset, 1)
+PRIMARY_RELEASE(cuDevicePrimaryCtxReset_v2, 1)
 
 /* ------------------------------------------------------------------ the table */
 

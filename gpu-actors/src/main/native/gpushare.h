@@ -14,6 +14,8 @@
  *   cuda_wrappers.c  that table's rows and the wrappers: gate, forward, account
  *   memory.c   the pod-wide memory count (a small shared file), allocation and free wrappers'
  *              accounting, the process registry used for the release
+ *   pod_files.c  the pod's shared files: a private directory per pod (bound to its uid), opened
+ *              without following links, each file's header checked
  *   nvml.c     the NVML view: only the granted GPU, utilisation relative to the core limit
  *
  * Every message starts with "gpushare: " except SPEC §4's exact waiting line.
@@ -226,11 +228,41 @@ uint64_t gs_mem_limit(void);
 /* Counts bytes for the pod: 0, or GS_CUDA_ERROR_OUT_OF_MEMORY when the pod would go over. */
 int gs_mem_reserve(uint64_t bytes);
 void gs_mem_unreserve(uint64_t bytes);
-/* Remembers (and forgets) what an allocation's address took, for its free. */
+/* Remembers what an allocation's address took, for its free (gs_mem_untrack_pool forgets it). */
 void gs_mem_track(uint64_t address, uint64_t bytes);
-uint64_t gs_mem_untrack(uint64_t address); /* 0 when unknown */
 /* What the pod uses now, all its live processes together. */
 uint64_t gs_mem_used(void);
+
+/* Stream-ordered pools (cuda_wrappers.c asks the driver, memory.c counts): what a pool holds is
+ * counted for the pod until the pool gives it back, whatever its allocations are. Sets the pool's
+ * counted bytes to what the driver says it reserves now (no limit check: it is taken already). */
+void gs_mem_pool_set(uint64_t pool, uint64_t reserved);
+/* A pool the driver no longer has (destroyed, its allocations still out counted until freed):
+ * bytes of it given back. */
+void gs_mem_pool_sub(uint64_t pool, uint64_t bytes);
+/* This process's pools, up to max; the count. */
+int gs_mem_pools(uint64_t *out, int max);
+/* An allocation from a pool: remembered with its pool, its bytes counted in the pool's. */
+void gs_mem_track_pool(uint64_t address, uint64_t bytes, uint64_t pool);
+/* Forgets an address before its free; 1 with what it took (bytes, pool) when it was known. */
+int gs_mem_untrack_pool(uint64_t address, uint64_t *bytes, uint64_t *pool);
+/* Counts bytes the driver has taken already (a context): over the limit too. */
+void gs_mem_add_taken(uint64_t bytes);
+/* Whether an address or handle is remembered. */
+int gs_mem_tracked(uint64_t address);
+
+/* ------------------------------------------------------------------ pod_files.c */
+
+/* Where a pod file's payload starts (its header before it): record locks on the payload's bytes
+ * are taken at this offset plus the payload's. */
+#define GS_POD_FILE_HEADER 1024
+/* The pod's uid as its view gives it (state.c, once): it names the pod's directory. */
+void gs_pod_set_uid(const char *uid);
+/* Opens (creating) the pod's file `kind` ("pod", "limit") of a payload of size bytes stamped
+ * stamp, maps it and gives the payload; the file descriptor, or -1 with why filled. */
+int gs_pod_file_open(const char *kind, size_t size, uint64_t stamp, void **payload, char *why,
+                     size_t n);
+void gs_pod_files_after_fork(void);
 
 /* ------------------------------------------------------------------ driver.c */
 

@@ -2,8 +2,8 @@
  * The compute limit (SPEC §10, issue 26): a pod's share of its GPU's time is kept at or under its
  * core limit when the node runs no MPS (the pod view's computeLimit.mode is "library").
  *
- * A token bucket, pod-wide, in a small shared file beside the memory count
- * (GPUSHARE_STATE_DIR/gpushare-NS_NAME.limit): a kernel launch takes one token with one atomic
+ * A token bucket, pod-wide, in a small shared file beside the memory count ("limit" in the pod's
+ * directory, pod_files.c): a kernel launch takes one token with one atomic
  * fetch-and-subtract and goes on while the bucket held one; else it waits (the slow path sleeps in
  * 1 ms steps, adding the time to the pod's held-back total). One process of the pod (whichever
  * holds the file's controller lock, taken over by another when it exits) refills the bucket every
@@ -100,22 +100,11 @@ static uint64_t now_ns(void) {
 /* ------------------------------------------------------------------ the shared file */
 
 static void open_file(void) {
-  char path[1100];
-  snprintf(path, sizeof path, "%s/gpushare-%s_%s.limit", gs_cfg.state_dir, gs_cfg.ns, gs_cfg.name);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 ||
-      (st.st_size < (off_t)sizeof(struct limit_file) &&
-       ftruncate(fd, (off_t)sizeof(struct limit_file)) != 0)) {
-    if (fd >= 0) close(fd);
-    gs_say("cannot share the compute limit's state at %s (%s): this process is limited alone", path,
-           strerror(errno));
-    lf = &local_limit;
-    return;
-  }
-  void *m = mmap(NULL, sizeof(struct limit_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) {
-    close(fd);
+  char why[1400];
+  void *m = NULL;
+  int fd = gs_pod_file_open("limit", sizeof(struct limit_file), LIMIT_STAMP, &m, why, sizeof why);
+  if (fd < 0) {
+    gs_say("%s: this process is limited alone", why);
     lf = &local_limit;
     return;
   }

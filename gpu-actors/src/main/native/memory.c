@@ -1,7 +1,7 @@
 /*
  * The pod-wide memory count and the process registry (SPEC §10).
  *
- * The pod's processes share one small file, <GPUSHARE_STATE_DIR>/gpushare-<ns>_<name>.pod, mapped
+ * The pod's processes share one small file, "pod" in the pod's directory (pod_files.c), mapped
  * into each: a header with the pod's total and one slot per process with what that process holds.
  * The limit is checked on the total alone, with a compare-and-swap, so two processes never pass it
  * together and nothing locks on the allocation path.
@@ -56,7 +56,7 @@ static _Atomic uint64_t limit;
 
 static int slot_lock(int i, short type, int cmd) {
   struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_len = 1,
-                     .l_start = (off_t)(offsetof(struct pod_file, slot) +
+                     .l_start = (off_t)(GS_POD_FILE_HEADER + offsetof(struct pod_file, slot) +
                                         (size_t)i * sizeof(struct pod_slot))};
   if (fcntl(pod_fd, cmd, &fl) != 0) return -1;
   return cmd == F_GETLK && fl.l_type != F_UNLCK;
@@ -89,35 +89,18 @@ static void go_local(const char *why) {
 
 /* Under pod_mu. */
 static void open_pod(void) {
-  const char *dir = gs_cfg.state_dir[0] ? gs_cfg.state_dir : "/dev/shm";
-  char path[sizeof gs_cfg.state_dir + sizeof gs_cfg.ns + sizeof gs_cfg.name + 32];
-  char why[sizeof path + 160];
-  snprintf(path, sizeof path, "%s/gpushare-%s_%s.pod", dir, gs_cfg.ns, gs_cfg.name);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0 ||
-      (st.st_size < (off_t)sizeof(struct pod_file) &&
-       ftruncate(fd, (off_t)sizeof(struct pod_file)) != 0)) {
-    snprintf(why, sizeof why, "cannot open the pod's memory count %s (%s)", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    go_local(why);
-    return;
-  }
-  void *m = mmap(NULL, sizeof(struct pod_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (m == MAP_FAILED) {
-    snprintf(why, sizeof why, "cannot map the pod's memory count %s (%s)", path, strerror(errno));
-    close(fd);
+  char why[1400];
+  void *m = NULL;
+  int fd = gs_pod_file_open("pod", sizeof(struct pod_file), POD_STAMP, &m, why, sizeof why);
+  if (fd < 0) {
     go_local(why);
     return;
   }
   struct pod_file *p = m;
   uint64_t stamp = 0;
   if (!atomic_compare_exchange_strong(&p->stamp, &stamp, POD_STAMP) && stamp != POD_STAMP) {
-    snprintf(why, sizeof why, "the pod's memory count %s was written by another version of "
-             "gpushare", path);
-    munmap(m, sizeof(struct pod_file));
+    go_local("the pod's memory count was written by another version of gpushare");
     close(fd);
-    go_local(why);
     return;
   }
   pod_fd = fd;
@@ -200,11 +183,6 @@ int gs_pod_leave(void) {
 void gs_mem_set_limit(uint64_t bytes) { atomic_store(&limit, bytes); }
 uint64_t gs_mem_limit(void) { return atomic_load_explicit(&limit, memory_order_relaxed); }
 
-uint64_t gs_mem_used(void) {
-  if (!gs_cfg.active || !pod) return 0;
-  return atomic_load(&pod->total);
-}
-
 static int add_within(uint64_t bytes, uint64_t lim) {
   uint64_t t = atomic_load(&pod->total);
   do {
@@ -226,6 +204,22 @@ static void reclaim_dead(void) {
     slot_lock(i, F_UNLCK, F_SETLK);
   }
   pthread_mutex_unlock(&pod_mu);
+}
+
+/* Every figure reported (cuMemGetInfo, the pod's views) is what live processes hold: a process
+ * that died (OOM kill, crash, a container's restart with the pod's /dev/shm kept) is given back
+ * first, not only when an allocation finds the pod full. */
+uint64_t gs_mem_used(void) {
+  if (!gs_cfg.active || !pod) return 0;
+  reclaim_dead();
+  return atomic_load(&pod->total);
+}
+
+void gs_mem_add_taken(uint64_t bytes) {
+  if (!gs_cfg.active || bytes == 0) return;
+  struct pod_slot *s = my_slot();
+  atomic_fetch_add(&pod->total, bytes);
+  atomic_fetch_add(&s->used, bytes);
 }
 
 int gs_mem_reserve(uint64_t bytes) {
@@ -258,6 +252,7 @@ void gs_mem_unreserve(uint64_t bytes) {
 struct entry {
   uint64_t key; /* 0: empty */
   uint64_t bytes;
+  uint64_t pool; /* the stream-ordered pool it came from; 0: none (its bytes are its own count) */
 };
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -292,32 +287,48 @@ static int grow(void) {
   return 0;
 }
 
-void gs_mem_track(uint64_t address, uint64_t bytes) {
+void gs_mem_track_pool(uint64_t address, uint64_t bytes, uint64_t pool) {
   if (!gs_cfg.active || address == 0) return;
   uint64_t replaced = 0;
   pthread_mutex_lock(&map_mu);
   if ((map_len + 1) * 2 <= map_cap || grow() == 0) {
     struct entry *e = find(address);
     if (e->key) {
-      replaced = e->bytes; /* the driver reused an address freed where this library did not see */
+      /* the driver reused an address freed where this library did not see; a pool's is the
+       * pool's count, not the entry's */
+      if (!e->pool) replaced = e->bytes;
     } else {
       map_len++;
     }
     e->key = address;
     e->bytes = bytes;
+    e->pool = pool;
   }
   pthread_mutex_unlock(&map_mu);
   if (replaced) gs_mem_unreserve(replaced);
 }
 
-uint64_t gs_mem_untrack(uint64_t address) {
+void gs_mem_track(uint64_t address, uint64_t bytes) { gs_mem_track_pool(address, bytes, 0); }
+
+int gs_mem_tracked(uint64_t address) {
   if (!gs_cfg.active || address == 0) return 0;
-  uint64_t bytes = 0;
+  pthread_mutex_lock(&map_mu);
+  int known = map_cap && find(address)->key != 0;
+  pthread_mutex_unlock(&map_mu);
+  return known;
+}
+
+int gs_mem_untrack_pool(uint64_t address, uint64_t *bytes, uint64_t *pool) {
+  *bytes = *pool = 0;
+  if (!gs_cfg.active || address == 0) return 0;
+  int known = 0;
   pthread_mutex_lock(&map_mu);
   if (map_cap) {
     struct entry *e = find(address);
     if (e->key) {
-      bytes = e->bytes;
+      known = 1;
+      *bytes = e->bytes;
+      *pool = e->pool;
       /* backward-shift deletion: the probe chains stay whole without tombstones */
       size_t hole = (size_t)(e - map);
       for (size_t j = (hole + 1) & (map_cap - 1); map[j].key; j = (j + 1) & (map_cap - 1)) {
@@ -332,7 +343,66 @@ uint64_t gs_mem_untrack(uint64_t address) {
     }
   }
   pthread_mutex_unlock(&map_mu);
-  return bytes;
+  return known;
+}
+
+/* ------------------------------------------------------------------ stream-ordered pools */
+
+/* A pool keeps what its allocations gave back (cuMemFreeAsync) until it trims: at a
+ * synchronisation down to its release threshold (0 by default, UINT64_MAX in the frameworks that
+ * never trim), at cuMemPoolTrimTo, at cuMemPoolDestroy. What it holds is the driver's figure
+ * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), asked for after each allocation, free, trim and before
+ * each report (cuda_wrappers.c); counted here per pool, this process's own. */
+#define POOLS 64
+static struct { uint64_t pool, counted; } pools[POOLS];
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void gs_mem_pool_set(uint64_t pool, uint64_t reserved) {
+  if (!gs_cfg.active || !pool) return;
+  uint64_t more = 0, less = 0;
+  pthread_mutex_lock(&pools_mu);
+  int i = 0, free_at = -1;
+  for (; i < POOLS && pools[i].pool != pool; i++) {
+    if (!pools[i].pool && free_at < 0) free_at = i;
+  }
+  if (i == POOLS && free_at >= 0) {
+    i = free_at;
+    pools[i].pool = pool;
+    pools[i].counted = 0;
+  }
+  if (i < POOLS) {
+    if (reserved > pools[i].counted) more = reserved - pools[i].counted;
+    else less = pools[i].counted - reserved;
+    pools[i].counted = reserved;
+  } else {
+    more = reserved; /* more pools than places: counted for good, never under */
+  }
+  pthread_mutex_unlock(&pools_mu);
+  if (more) gs_mem_add_taken(more);
+  if (less) gs_mem_unreserve(less);
+}
+
+void gs_mem_pool_sub(uint64_t pool, uint64_t bytes) {
+  uint64_t less = 0;
+  pthread_mutex_lock(&pools_mu);
+  for (int i = 0; i < POOLS && pool; i++) {
+    if (pools[i].pool != pool) continue;
+    less = bytes < pools[i].counted ? bytes : pools[i].counted;
+    pools[i].counted -= less;
+    if (!pools[i].counted) pools[i].pool = 0;
+  }
+  pthread_mutex_unlock(&pools_mu);
+  if (less) gs_mem_unreserve(less);
+}
+
+int gs_mem_pools(uint64_t *out, int max) {
+  int n = 0;
+  pthread_mutex_lock(&pools_mu);
+  for (int i = 0; i < POOLS && n < max; i++) {
+    if (pools[i].pool) out[n++] = pools[i].pool;
+  }
+  pthread_mutex_unlock(&pools_mu);
+  return n;
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -342,6 +412,9 @@ void gs_pod_after_fork(void) {
   /* another thread of the parent may have held either mutex at the fork */
   pthread_mutex_init(&pod_mu, NULL);
   pthread_mutex_init(&map_mu, NULL);
+  pthread_mutex_init(&pools_mu, NULL);
+  memset(pools, 0, sizeof pools); /* the parent's pools are not the child's */
+  gs_pod_files_after_fork();
   atomic_store(&me, -1); /* the next use registers the child in a slot of its own */
   if (pod == &local_pod) memset(&local_pod, 0, sizeof local_pod);
   if (map) { /* the parent's allocations are not the child's */

@@ -115,6 +115,8 @@ static int parse_view(const char *body, size_t len, struct view *v) {
     snprintf(key, sizeof key, "workload.env.%s", mps_vars[i]);
     if (gs_json_string(body, len, key, x.mps[i], sizeof x.mps[i]) < 0) return -1;
   }
+  char uid[64]; /* names the pod's files (pod_files.c) */
+  if (gs_json_string(body, len, "uid", uid, sizeof uid) == 1) gs_pod_set_uid(uid);
   x.known = 1;
   x.received_ms = now_ms();
   *v = x;

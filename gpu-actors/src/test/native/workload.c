@@ -16,7 +16,13 @@
  * Steps, in order, each printing one line "<step> -> <CUresult> [what it got]" on stdout:
  *   init  ctx (device 0's primary context, made current)  count  uuid
  *   alloc:BYTES (cuMemAlloc)  pitch:W:H  managed:BYTES  async:BYTES (cuMemAllocAsync)
- *   create:BYTES (cuMemCreate)  array:W:H (cuArrayCreate, one float channel)
+ *   create:BYTES (cuMemCreate)  hostcreate:BYTES (cuMemCreate of pinned host memory)
+ *   array:W:H (cuArrayCreate, one float channel)
+ *   threshold:BYTES (the release threshold of device 0's default pool; max: UINT64_MAX)
+ *   trim:BYTES (cuMemPoolTrimTo of device 0's default pool)
+ *   module (cuModuleLoadData; free unloads it)  release (device 0's primary context released)
+ *   race:N:BYTES (a second thread allocates BYTES and frees them N times while this one makes N
+ *   allocations of BYTES and keeps them: the driver gives a freed address again at once)
  *   free (the latest allocation of any kind)  freeall  meminfo (free and total)
  *   launch  memcpy (host to the latest allocation)  sync (cuCtxSynchronize)  streamsync
  *   sleep:MS  loop:MS:N (N launches MS apart)  exit:N  hold (sleeps until killed, silently)
@@ -27,6 +33,7 @@
  * Exit status 0 after the last step (or exit:N's N); 2 on a usage error.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +74,12 @@ CUresult cuMemFreeAsync(CUdeviceptr, CUstream);
 CUresult cuMemRelease(unsigned long long);
 CUresult cuArrayDestroy(CUarray);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
+CUresult cuDeviceGetDefaultMemPool(void **, CUdevice);
+CUresult cuMemPoolSetAttribute(void *, int, void *);
+CUresult cuMemPoolTrimTo(void *, size_t);
+CUresult cuModuleLoadData(void **, const void *);
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice);
+CUresult cuModuleUnload(void *);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
@@ -92,6 +105,14 @@ CUresult cuStreamSynchronize(CUstream);
   X(release, "cuMemRelease", "cuMemRelease", cuMemRelease)                      \
   X(array_destroy, "cuArrayDestroy", "cuArrayDestroy", cuArrayDestroy)          \
   X(meminfo, "cuMemGetInfo_v2", "cuMemGetInfo", cuMemGetInfo_v2)                \
+  X(default_pool, "cuDeviceGetDefaultMemPool", "cuDeviceGetDefaultMemPool",       \
+    cuDeviceGetDefaultMemPool)                                                  \
+  X(pool_set, "cuMemPoolSetAttribute", "cuMemPoolSetAttribute", cuMemPoolSetAttribute) \
+  X(pool_trim, "cuMemPoolTrimTo", "cuMemPoolTrimTo", cuMemPoolTrimTo)           \
+  X(module_load, "cuModuleLoadData", "cuModuleLoadData", cuModuleLoadData)      \
+  X(release_primary, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease",            \
+    cuDevicePrimaryCtxRelease_v2)                                               \
+  X(module_unload, "cuModuleUnload", "cuModuleUnload", cuModuleUnload)          \
   X(launch, "cuLaunchKernel", "cuLaunchKernel", cuLaunchKernel)                 \
   X(memcpy_htod, "cuMemcpyHtoD_v2", "cuMemcpyHtoD", cuMemcpyHtoD_v2)            \
   X(sync, "cuCtxSynchronize", "cuCtxSynchronize", cuCtxSynchronize)             \
@@ -142,7 +163,7 @@ static int resolve(const char *via, unsigned long long flags) {
 }
 
 /* What was allocated, newest last, to free in reverse. */
-enum kind { PLAIN, ASYNC, CREATED, ARRAY };
+enum kind { PLAIN, ASYNC, CREATED, ARRAY, MODULE };
 static struct { enum kind kind; unsigned long long key; } held[4096];
 static int nheld;
 
@@ -159,8 +180,21 @@ static CUresult free_latest(void) {
     case ASYNC: return CALL(free_async, held[nheld].key, NULL);
     case CREATED: return CALL(release, held[nheld].key);
     case ARRAY: return CALL(array_destroy, (CUarray)(size_t)held[nheld].key);
+    case MODULE: return CALL(module_unload, (void *)(size_t)held[nheld].key);
     default: return CALL(free, held[nheld].key);
   }
+}
+
+struct churn { unsigned long long times, bytes; CUresult rc; };
+
+static void *churn(void *arg) {
+  struct churn *c = arg;
+  for (unsigned long long i = 0; i < c->times && !c->rc; i++) {
+    CUdeviceptr p = 0;
+    c->rc = CALL(alloc, &p, c->bytes);
+    if (!c->rc) c->rc = CALL(free, p);
+  }
+  return NULL;
 }
 
 static void sleep_ms(long ms) {
@@ -216,6 +250,37 @@ static int step(const char *s, int *exit_now) {
     CUmemAllocationProp prop = {.type = 1, .location = {.type = 1, .id = 0}};
     rc = CALL(create, &h, a, &prop, 0);
     if (!rc) remember(CREATED, h), snprintf(extra, sizeof extra, " 0x%llx", h);
+  } else if (sscanf(s, "hostcreate:%llu", &a) == 1) {
+    unsigned long long h = 0;
+    CUmemAllocationProp prop = {.type = 1, .location = {.type = 2 /* HOST */, .id = 0}};
+    rc = CALL(create, &h, a, &prop, 0);
+    if (!rc) remember(CREATED, h), snprintf(extra, sizeof extra, " 0x%llx", h);
+  } else if (strncmp(s, "threshold:", 10) == 0 || sscanf(s, "trim:%llu", &b) == 1) {
+    void *pool = NULL;
+    rc = CALL(default_pool, &pool, 0);
+    if (!rc && s[1] == 'h') {
+      unsigned long long t = strcmp(s + 10, "max") == 0 ? ~0ULL : strtoull(s + 10, NULL, 10);
+      rc = CALL(pool_set, pool, 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */, &t);
+    } else if (!rc) {
+      rc = CALL(pool_trim, pool, b);
+    }
+  } else if (strcmp(s, "release") == 0) {
+    rc = CALL(set_current, NULL);
+    if (!rc) rc = CALL(release_primary, 0);
+  } else if (strcmp(s, "module") == 0) {
+    void *m = NULL;
+    static const char image[] = "fake cubin";
+    rc = CALL(module_load, &m, image);
+    if (!rc) remember(MODULE, (size_t)m), snprintf(extra, sizeof extra, " %p", m);
+  } else if (sscanf(s, "race:%llu:%llu", &a, &b) == 2) {
+    struct churn c = {a, b, 0};
+    pthread_t t;
+    rc = pthread_create(&t, NULL, churn, &c) ? 1 : 0;
+    for (unsigned long long i = 0; i < a && !rc; i++) {
+      CUdeviceptr p = 0;
+      rc = CALL(alloc, &p, b); /* kept until the process ends */
+    }
+    if (pthread_join(t, NULL) == 0 && !rc) rc = c.rc;
   } else if (sscanf(s, "array:%llu:%llu", &a, &b) == 2) {
     CUarray arr = NULL;
     CUDA_ARRAY_DESCRIPTOR desc = {a, b, 0x20 /* CU_AD_FORMAT_FLOAT */, 1};

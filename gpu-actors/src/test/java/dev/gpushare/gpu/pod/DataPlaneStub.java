@@ -592,6 +592,13 @@ public final class DataPlaneStub implements AutoCloseable {
       return change(() -> this.uid = uid);
     }
 
+    /** The pod's uid as its view gives it ({@code uid-NS-NAME} unless {@link #uid(String)}). */
+    public String uid() {
+      synchronized (DataPlaneStub.this) {
+        return uid;
+      }
+    }
+
     public StubPod node(String node) {
       return change(() -> this.node = node);
     }

@@ -6,8 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -245,6 +248,202 @@ abstract class PodSideScenarios {
         second.send("go");
         second.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T); // the dead one's is back
         assertEquals(0, second.awaitExit(T));
+      }
+    }
+  }
+
+  @Test
+  void aDeadProcesssCountIsGivenBackBeforeAnyFigureIsReported() throws Exception {
+    // a process SIGKILLed while holding memory (an OOM kill, a container's restart with the pod's
+    // /dev/shm kept): the next process's first figure, without an allocation, is without it
+    a.grantOnDemand(0);
+    try (PodProcess first = workload(a, "init", "ctx", "alloc:300000000", "hold").start()) {
+      first.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T);
+      first.signal("KILL");
+      first.awaitExit(T);
+    }
+    try (PodProcess next = workload(a, "init", "ctx", "meminfo", "exit:0").start()) {
+      assertEquals(0, next.awaitExit(T), next.transcript());
+      assertTrue(next.stdout().contains("meminfo -> 0 500000000 500000000"), next.transcript());
+    }
+  }
+
+  @Test
+  void aFreeAndAnAllocationRacingOnTheSameAddressNeverLoseACount() throws Exception {
+    // one thread frees and allocates again, the other allocates and keeps: the driver gives the
+    // freed address to the other thread at once, while the free is still being counted
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "race:20000:1000", "meminfo", "exit:0")
+            .env("FAKE_CUDA_TRACE", "0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("race:20000:1000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 480000000 500000000"), p.transcript());
+    }
+  }
+
+  @Test
+  void whatAStreamOrderedPoolHoldsCountsUntilThePoolGivesItBack() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "threshold:max", "async:300000000", "free", "meminfo")
+            .args("async:200000000", "alloc:250000000", "alloc:200000000", "free", "free")
+            .args("sync", "meminfo", "trim:0", "meminfo")
+            .args("threshold:0", "async:300000000", "free", "meminfo", "sync", "meminfo", "exit:0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(
+          List.of(
+              "meminfo -> 0 200000000 500000000", // freed into the pool, which keeps it
+              "meminfo -> 0 200000000 500000000", // never trims (UINT64_MAX): a sync keeps it
+              "meminfo -> 0 500000000 500000000", // cuMemPoolTrimTo gave it back
+              "meminfo -> 0 200000000 500000000", // threshold 0: kept until a synchronisation
+              "meminfo -> 0 500000000 500000000"), // which trims it
+          p.stdout().stream().filter(l -> l.startsWith("meminfo")).toList(),
+          p.transcript());
+      assertTrue(hasLine(p, "async:200000000 -> 0"), p.transcript()); // from the pool's own
+      assertTrue(p.stdout().contains("alloc:250000000 -> 2"), p.transcript()); // the pool holds 300
+      assertTrue(hasLine(p, "alloc:200000000 -> 0"), p.transcript()); // reuse was not counted twice
+    }
+  }
+
+  @Test
+  void whatAPoolGaveBackAtASynchronisationIsFreeForTheOtherProcessesOfThePod() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess first =
+        workload(a, "init", "ctx", "async:300000000", "free", "streamsync", "stdin", "exit:0")
+            .start()) {
+      first.awaitStdout(Pattern.compile("^streamsync -> 0"), T);
+      // the pool (release threshold 0) gave its 300 MB back at the synchronisation
+      try (PodProcess second = workload(a, "init", "ctx", "alloc:400000000", "exit:0").start()) {
+        assertEquals(0, second.awaitExit(T), second.transcript());
+        assertTrue(hasLine(second, "alloc:400000000 -> 0"), second.transcript());
+      }
+      first.send("go");
+      assertEquals(0, first.awaitExit(T), first.transcript());
+    }
+  }
+
+  @Test
+  void hostLocatedMemoryIsNotCountedAgainstTheGpu() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "hostcreate:600000000", "create:400000000", "meminfo")
+            .args("freeall", "meminfo", "exit:0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(hasLine(p, "hostcreate:600000000 -> 0"), p.transcript());
+      assertTrue(hasLine(p, "create:400000000 -> 0"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 100000000 500000000"), p.transcript());
+      assertTrue(p.stdout().contains("meminfo -> 0 500000000 500000000"), p.transcript());
+    }
+  }
+
+  @Test
+  void aContextsAndAModulesOwnMemoryCountAgainstThePodsLimit() throws Exception {
+    // the virtual GPU: the fake driver's device memory is the device's, as NVML shows it too, and
+    // each context takes 100 MB of it, as a real driver takes a few hundred MiB
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "meminfo", "alloc:450000000", "module", "meminfo", "free")
+            .args("meminfo", "alloc:400000000", "free", "release", "ctx", "meminfo", "release")
+            .args("meminfo", "exit:0")
+            .env("FAKE_GPU_FILE", stub.dir().resolve("virtual-gpu").toString())
+            .env("FAKE_CUDA_CONTEXT_BYTES", "100000000")
+            .env("FAKE_CUDA_MODULE_BYTES", "50000000")
+            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(
+          List.of(
+              "meminfo -> 0 400000000 500000000", // the context's 100 MB
+              "meminfo -> 0 350000000 500000000", // and a loaded module's 50 MB
+              "meminfo -> 0 400000000 500000000", // given back at its unload
+              "meminfo -> 0 400000000 500000000", // released and retained again: counted once
+              "meminfo -> 0 500000000 500000000"), // its last release frees the context
+          p.stdout().stream().filter(l -> l.startsWith("meminfo")).toList(),
+          p.transcript());
+      assertTrue(p.stdout().contains("alloc:450000000 -> 2"), p.transcript());
+      assertTrue(hasLine(p, "alloc:400000000 -> 0"), p.transcript());
+    }
+  }
+
+  @Test
+  void podsSharingOneDirectoryUnderOneUidKeepTheirFilesApart() throws Exception {
+    // an MPS node: one /dev/shm for every pod, every workload under the MPS UID
+    Path shm = Files.createDirectories(stub.dir().resolve("shared-shm"));
+    String dir = shm.toString();
+    StubPod b = stub.pod("default", "b").limits(50, 50).grantOnDemand(0);
+    a.grantOnDemand(0);
+    try (PodProcess pa =
+        workload(a, "init", "ctx", "alloc:300000000", "hold")
+            .env("GPUSHARE_STATE_DIR", dir)
+            .start()) {
+      pa.awaitStdout(Pattern.compile("^alloc:300000000 -> 0"), T);
+      Path aDir = shm.resolve("gpushare-" + a.uid());
+      assertEquals(
+          PosixFilePermissions.fromString("rwx------"),
+          Files.getPosixFilePermissions(aDir, LinkOption.NOFOLLOW_LINKS));
+
+      // b's count is its own: a's 300 MB are not in it
+      try (PodProcess pb =
+          workload(b, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
+              .start()) {
+        assertEquals(0, pb.awaitExit(T), pb.transcript());
+        assertTrue(hasLine(pb, "alloc:400000000 -> 0"), pb.transcript());
+      }
+
+      // a link planted where c's directory goes, toward a's, is not followed
+      StubPod c = stub.pod("default", "c").limits(50, 50).grantOnDemand(0);
+      Files.createSymbolicLink(shm.resolve("gpushare-" + c.uid()), aDir);
+      try (PodProcess pc =
+          workload(c, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
+              .start()) {
+        assertEquals(0, pc.awaitExit(T), pc.transcript());
+        assertTrue(hasLine(pc, "alloc:400000000 -> 0"), pc.transcript()); // not a's count
+        pc.awaitStderr(
+            Pattern.compile(
+                "^gpushare: the pod's directory .*gpushare-"
+                    + c.uid()
+                    + " cannot be opened without following a link.*memory is counted per process"),
+            T);
+      }
+
+      // a file of another pod's (a's, copied into d's directory) is refused, said once
+      StubPod d = stub.pod("default", "d").limits(50, 50).grantOnDemand(0);
+      Path dDir =
+          Files.createDirectory(
+              shm.resolve("gpushare-" + d.uid()),
+              PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+      Files.copy(aDir.resolve("pod"), dDir.resolve("pod"));
+      try (PodProcess pd =
+          workload(d, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
+              .start()) {
+        assertEquals(0, pd.awaitExit(T), pd.transcript());
+        assertTrue(hasLine(pd, "alloc:400000000 -> 0"), pd.transcript());
+        Pattern refused =
+            Pattern.compile(
+                "^gpushare: .*gpushare-"
+                    + d.uid()
+                    + "/pod was written by another version of gpushare or for another pod .*uid "
+                    + a.uid()
+                    + "\\): it is not used");
+        assertEquals(1, pd.countStderr(refused), pd.transcript());
+      }
+
+      // a new pod of a's name (another uid) does not see the deleted one's counts
+      a.uid("uid-default-a-again");
+      try (PodProcess again =
+          workload(a, "init", "ctx", "alloc:400000000", "exit:0")
+              .env("GPUSHARE_STATE_DIR", dir)
+              .start()) {
+        assertEquals(0, again.awaitExit(T), again.transcript());
+        assertTrue(hasLine(again, "alloc:400000000 -> 0"), again.transcript());
+        assertTrue(Files.isDirectory(shm.resolve("gpushare-uid-default-a-again")));
       }
     }
   }
