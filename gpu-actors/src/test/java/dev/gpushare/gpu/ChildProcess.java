@@ -33,13 +33,73 @@ public final class ChildProcess {
     } catch (IOException e) {
       return new Result(-1, e.toString());
     }
-    if (!p.waitFor(60, TimeUnit.SECONDS)) {
-      p.destroyForcibly();
+    boolean done = false;
+    try {
+      done = p.waitFor(60, TimeUnit.SECONDS);
+    } finally {
+      if (!done) {
+        killTree(p.toHandle()); // timed out, or the test was interrupted (its timeout)
+      }
+    }
+    if (!done) {
       return new Result(-2, "timed out: " + cmd);
     }
     String out = Files.readString(log.toPath(), StandardCharsets.UTF_8);
     Files.delete(log.toPath());
     return new Result(p.exitValue(), out);
+  }
+
+  /**
+   * Kills {@code root} and every process it started, and waits (10 s at most) until they are gone.
+   * Children first, each caught before its parent dies (a dead parent's children are re-parented
+   * and are no longer its descendants), then the root; repeated until nothing is left, so a child
+   * forked meanwhile is caught too. Safe on a test thread that was interrupted (a JUnit timeout):
+   * the wait goes on and the interrupt is kept. Answers the processes that still ran (none when all
+   * are gone).
+   */
+  public static List<ProcessHandle> killTree(ProcessHandle root) {
+    boolean interrupted = Thread.interrupted();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    java.util.Set<ProcessHandle> seen = new java.util.LinkedHashSet<>();
+    try {
+      while (true) {
+        List<ProcessHandle> now = new java.util.ArrayList<>(root.descendants().toList());
+        java.util.Collections.reverse(now); // the deepest last found first
+        now.add(root);
+        seen.addAll(now);
+        now.forEach(ProcessHandle::destroyForcibly);
+        List<ProcessHandle> alive = seen.stream().filter(ChildProcess::running).toList();
+        if (alive.isEmpty() || System.nanoTime() > deadline) {
+          return alive;
+        }
+        try {
+          alive.get(0).onExit().get(10, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (java.util.concurrent.ExecutionException
+            | java.util.concurrent.TimeoutException e) {
+          // checked again above
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** Alive and not a zombie (a zombie has ended; only its parent, or init, has not reaped it). */
+  public static boolean running(ProcessHandle p) {
+    if (!p.isAlive()) {
+      return false;
+    }
+    try {
+      String stat = Files.readString(Path.of("/proc", Long.toString(p.pid()), "stat"));
+      int close = stat.lastIndexOf(')');
+      return close < 0 || close + 2 >= stat.length() || stat.charAt(close + 2) != 'Z';
+    } catch (IOException e) {
+      return p.isAlive(); // gone meanwhile, or no /proc
+    }
   }
 
   /** The command line of a child JVM with this one's class path that runs {@code main}. */

@@ -41,9 +41,13 @@ public final class NoNvidiaDriver {
       }
       try {
         Process p = new ProcessBuilder(ldconfig, "-p").redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor(10, TimeUnit.SECONDS);
-        return out.contains("libnvidia-ml.so.1");
+        try {
+          String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+          p.waitFor(10, TimeUnit.SECONDS);
+          return out.contains("libnvidia-ml.so.1");
+        } finally {
+          p.destroyForcibly();
+        }
       } catch (IOException e) {
         return false;
       } catch (InterruptedException e) {

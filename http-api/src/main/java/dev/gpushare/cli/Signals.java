@@ -23,6 +23,13 @@ interface Signals {
   /** Sends {@code signal} (a name without SIG: USR1, TERM, INT, KILL) to process {@code pid}. */
   void send(long pid, String signal);
 
+  /**
+   * Called with CMD's pid between starting CMD and recording it, under the lock a signal's handler
+   * takes: a signal received meanwhile waits for the recording and then reaches CMD. A seam for
+   * tests, which send a signal at that very moment.
+   */
+  default void started(long pid) {}
+
   /** The real thing: {@code sun.misc.Signal} handlers, {@code kill} for sending. */
   static Signals posix() {
     return new Posix();

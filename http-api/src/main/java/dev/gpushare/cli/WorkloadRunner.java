@@ -37,8 +37,11 @@ import java.util.concurrent.TimeUnit;
  *       the state is given up instead, the signal contract above applies.
  * </ul>
  *
- * All of it is one event loop on the calling thread; the grant long poll, the watch, CMD's exit and
- * signals only post events to it.
+ * All of it is one event loop on the calling thread; the grant long poll, the watch and CMD's exit
+ * only post events to it. A signal is decided where it arrives, under {@link #cmdLock}, the lock
+ * CMD is started and recorded under: a CMD recorded gets it at once; without one, the run ends with
+ * 128 + its number and no CMD is started after it. No moment between starting CMD and recording it
+ * can lose a signal.
  */
 final class WorkloadRunner {
 
@@ -92,6 +95,12 @@ final class WorkloadRunner {
   private final String ldPreload;
   private final BlockingQueue<Event> events = new LinkedBlockingQueue<>();
 
+  /** CMD's start and recording, and every signal's decision, happen under this lock. */
+  private final Object cmdLock = new Object();
+
+  /** A signal that came while no CMD was recorded (guarded by cmdLock): the run ends. */
+  private String signalWithoutCmd;
+
   private Phase phase = Phase.WAITING;
   private long gen;
   // waiting
@@ -100,7 +109,7 @@ final class WorkloadRunner {
   private long retryAtNanos = -1;
   private long lastPollNanos = System.nanoTime() - MIN_POLL_SPACING.toNanos();
   private boolean unreachableSaid;
-  // running
+  // running: written under cmdLock (read there by the signal handler), null when no CMD runs
   private Process child;
   private PodWatch watch;
   private String grantedUuid;
@@ -110,7 +119,7 @@ final class WorkloadRunner {
   private long stopDeadlineNanos;
   // outcome
   private Integer lastStatus;
-  private String interruptedBy;
+  private volatile String interruptedBy;
   private boolean podGone;
   private boolean released;
 
@@ -135,7 +144,7 @@ final class WorkloadRunner {
 
   /** Runs it all; answers the exit status. */
   int run() throws Exception {
-    try (AutoCloseable handlers = signals.install(name -> events.add(new Signalled(name)))) {
+    try (AutoCloseable handlers = signals.install(this::received)) {
       JsonNode view = client.post(ApiClient.podPath(pod) + "/demand");
       Integer done = follow(view, true);
       while (done == null) {
@@ -147,9 +156,15 @@ final class WorkloadRunner {
       if (watch != null) {
         watch.close();
       }
-      if (child != null && child.isAlive()) {
+      Process left;
+      synchronized (cmdLock) {
+        left = child;
+        child = null;
+      }
+      if (left != null && left.isAlive()) {
         // only on an unexpected failure of the loop itself: leave nothing behind
-        child.destroyForcibly();
+        left.descendants().forEach(ProcessHandle::destroyForcibly);
+        left.destroyForcibly();
         release();
       }
     }
@@ -266,13 +281,20 @@ final class WorkloadRunner {
             + Printers.text(view, "node")
             + "; starting "
             + command.get(0));
-    try {
-      child = pb.start();
-    } catch (IOException e) {
-      err.println("error: cannot start " + command.get(0) + ": " + e.getMessage());
-      err.flush();
-      release();
-      return 127;
+    synchronized (cmdLock) {
+      if (signalWithoutCmd != null) {
+        return onSignal(signalWithoutCmd); // it came before CMD: CMD is not started
+      }
+      try {
+        Process started = pb.start();
+        signals.started(started.pid());
+        child = started; // from here on, a signal goes to CMD
+      } catch (IOException e) {
+        err.println("error: cannot start " + command.get(0) + ": " + e.getMessage());
+        err.flush();
+        release();
+        return 127;
+      }
     }
     long g = ++gen;
     phase = Phase.RUNNING;
@@ -437,19 +459,36 @@ final class WorkloadRunner {
     return null;
   }
 
-  private Integer onSignal(String name) {
-    interruptedBy = name;
-    if (phase == Phase.WAITING) {
-      say("SIG" + name + ": withdrawing the demand of pod " + pod);
-      release();
-      return 128 + Signals.FORWARDED.get(name);
+  /**
+   * On the thread the signal arrived on: a recorded CMD gets it now; without one, the loop ends the
+   * run ({@link #onSignal}) and {@link #startChild} starts no CMD after it.
+   */
+  private void received(String name) {
+    synchronized (cmdLock) {
+      interruptedBy = name;
+      if (child != null) {
+        signals.send(child.pid(), name);
+        return;
+      }
+      if (signalWithoutCmd == null) {
+        signalWithoutCmd = name;
+      }
     }
-    signals.send(child.pid(), name);
-    return null;
+    events.add(new Signalled(name));
+  }
+
+  /** A signal that came while no CMD was recorded: the demand is withdrawn, the run ends. */
+  private Integer onSignal(String name) {
+    say("SIG" + name + ": withdrawing the demand of pod " + pod);
+    release();
+    return 128 + Signals.FORWARDED.get(name);
   }
 
   private Integer onChildExit(int status) {
     lastStatus = status;
+    synchronized (cmdLock) {
+      child = null; // a signal from now on finds no CMD: the run ends (or CMD was signalled)
+    }
     if (watch != null) {
       watch.close();
       watch = null;

@@ -56,11 +56,17 @@ class ScriptsTest {
     pb.environment().put("JAVA_HOME", javaHome.toString());
     pb.environment().putAll(env);
     Process p = pb.start();
-    p.getOutputStream().close();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the script ends");
-    return new Result(p.exitValue(), out, err);
+    try {
+      p.getOutputStream().close();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS), "the script ends");
+      return new Result(p.exitValue(), out, err);
+    } finally {
+      // on every path (a failure, the class's timeout): the script and what it started
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
+      p.destroyForcibly();
+    }
   }
 
   static List<String> javaArgs(String jar, String name, String... args) {

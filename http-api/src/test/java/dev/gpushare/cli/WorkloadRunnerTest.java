@@ -23,14 +23,23 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.RepeatedTest;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code run} against a stub API: the waiting lines, the device environment, release at the end,
  * SIGUSR1 (then SIGTERM) when the pod leaves Running, and a signal while waiting. CMD is a real
  * {@code sh}; signals to it are real; signals to the client are simulated.
+ *
+ * <p>The simulated signal is TERM, never INT: a JVM started as a background job of a
+ * non-interactive shell ({@code mvn verify &} in a script) ignores SIGINT, CMD inherits that, and
+ * {@code sh} cannot trap a signal ignored on entry, so a forwarded INT would vanish (a real {@code
+ * run} started so never receives INT either). Every process a test started, CMD and whatever it
+ * started, is killed after each test, on every path ({@link #stop}).
  */
+@Timeout(value = 2, unit = TimeUnit.MINUTES)
 class WorkloadRunnerTest {
 
   static final String POD = "/v1/namespaces/default/pods/w";
@@ -40,10 +49,22 @@ class WorkloadRunnerTest {
   static final class TestSignals implements Signals {
     volatile Consumer<String> handler;
 
+    /** Runs on install (after the handler is set): a signal at the very start of the run. */
+    volatile Runnable atInstall = () -> {};
+
+    /** Runs between CMD's start and its recording (Signals#started). */
+    volatile Consumer<Long> atStart = pid -> {};
+
     @Override
     public AutoCloseable install(Consumer<String> h) {
       handler = h;
+      atInstall.run();
       return () -> handler = null;
+    }
+
+    @Override
+    public void started(long pid) {
+      atStart.accept(pid);
     }
 
     @Override
@@ -70,8 +91,30 @@ class WorkloadRunnerTest {
   }
 
   @AfterEach
-  void stop() {
-    stub.close();
+  void stop() throws InterruptedException {
+    try {
+      killDescendants();
+    } finally {
+      stub.close();
+    }
+  }
+
+  /**
+   * Kills every process this JVM started (CMD started by {@code run}, and its children) and waits
+   * for them: a test that failed or timed out leaves nothing running that could hold the fork's
+   * output open.
+   */
+  static void killDescendants() throws InterruptedException {
+    List<ProcessHandle> left = ProcessHandle.current().descendants().toList();
+    left.forEach(ProcessHandle::destroyForcibly);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    for (ProcessHandle p : left) {
+      try {
+        p.onExit().get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+        throw new AssertionError("pid " + p.pid() + " still runs after SIGKILL", e);
+      }
+    }
   }
 
   CompletableFuture<Result> run(String... args) {
@@ -375,9 +418,9 @@ class WorkloadRunnerTest {
             "--",
             "sh",
             "-c",
-            "trap 'echo int > "
+            "trap 'echo term > "
                 + seen
-                + "; exit 9' INT; touch "
+                + "; exit 9' TERM; touch "
                 + started
                 + "; while :; do sleep 0.1; done");
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
@@ -385,10 +428,51 @@ class WorkloadRunnerTest {
       Thread.sleep(50);
     }
     assertTrue(Files.exists(started), "CMD started");
-    signals.handler.accept("INT");
+    signals.handler.accept("TERM");
     Result r = running.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
     assertEquals(9, r.status(), r::toString);
-    assertEquals("int\n", Files.readString(seen));
+    assertEquals("term\n", Files.readString(seen));
     assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "released");
+  }
+
+  /**
+   * A signal sent between CMD's start and its recording (from another thread, as the JVM's signal
+   * thread does) waits for the recording and reaches CMD: CMD ends by it (its trap, or SIGTERM's
+   * default action if the trap is not set yet), the demand is released once.
+   */
+  @RepeatedTest(5)
+  void aSignalBetweenStartingCmdAndRecordingItReachesCmd() throws Exception {
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on("GET", POD + "/watch", watch(0, Canned.running("w", 0, Canned.UUID0, 0)));
+    List<Thread> senders = new ArrayList<>();
+    signals.atStart =
+        pid -> {
+          Thread t = new Thread(() -> signals.handler.accept("TERM"), "signal at start");
+          senders.add(t);
+          t.start();
+          long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
+          while (t.isAlive() && t.getState() != Thread.State.BLOCKED && System.nanoTime() < end) {
+            Thread.onSpinWait();
+          }
+        };
+    Result r =
+        run("--", "sh", "-c", "trap 'exit 9' TERM; while :; do sleep 0.1; done")
+            .get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(1, senders.size(), "one CMD started");
+    assertTrue(r.status() == 9 || r.status() == 128 + 15, r::toString);
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "released");
+  }
+
+  /** A signal before CMD exists (right when the handlers are installed) ends the run: 143. */
+  @RepeatedTest(3)
+  void aSignalBeforeCmdExistsEndsTheRunAndStartsNoCmd() throws Exception {
+    Path started = dir.resolve("started");
+    stub.on("POST", POD + "/demand", json(Canned.running("w", 0, Canned.UUID0, 0).toString()));
+    stub.on("GET", POD + "/watch", watch(0, Canned.running("w", 0, Canned.UUID0, 0)));
+    signals.atInstall = () -> signals.handler.accept("TERM");
+    Result r = run("--", "sh", "-c", "touch " + started).get(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    assertEquals(128 + 15, r.status(), r::toString);
+    assertFalse(Files.exists(started), "CMD was not started");
+    assertEquals(1, stub.requests("DELETE", POD + "/demand").size(), "demand withdrawn");
   }
 }

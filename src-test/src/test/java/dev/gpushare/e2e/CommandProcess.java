@@ -1,5 +1,6 @@
 package dev.gpushare.e2e;
 
+import dev.gpushare.gpu.ChildProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -54,9 +55,15 @@ final class CommandProcess {
               .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
       pb.environment().putAll(environment);
       Process p = pb.start();
-      if (!p.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        p.waitFor(30, TimeUnit.SECONDS);
+      boolean ended = false;
+      try {
+        ended = p.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS);
+      } finally {
+        if (!ended) {
+          ChildProcess.killTree(p.toHandle()); // timed out, or the test's timeout interrupted it
+        }
+      }
+      if (!ended) {
         throw new IllegalStateException(
             String.join(" ", args) + " did not finish in " + DEADLINE_SECONDS + " s");
       }

@@ -20,6 +20,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.gpu.ChildProcess;
 import dev.gpushare.http.admission.AdmissionReviewer;
 import dev.gpushare.http.launch.EmbeddedConfig;
 import dev.gpushare.http.launch.LaunchException;
@@ -760,7 +761,11 @@ class DeployManifestsTest {
               .get(2)
               .replace(DATA_PLANE_DIR, dir.toString());
       Process p = new ProcessBuilder(sh.get().toString(), "-c", command).inheritIO().start();
-      assertTrue(p.waitFor(30, TimeUnit.SECONDS), "sh -c " + command);
+      try {
+        assertTrue(p.waitFor(30, TimeUnit.SECONDS), "sh -c " + command);
+      } finally {
+        ChildProcess.killTree(p.toHandle()); // it holds the fork's output (inheritIO)
+      }
       assertEquals(0, p.exitValue(), command);
       assertEquals(
           podSpec().getSecurityContext().getRunAsUser().intValue(),
@@ -772,7 +777,11 @@ class DeployManifestsTest {
           PosixFilePermissions.fromString("rwxr-xr-x"), Files.getPosixFilePermissions(dir));
       // Again: a restarted member finds the directory already handed over.
       Process again = new ProcessBuilder(sh.get().toString(), "-c", command).inheritIO().start();
-      assertTrue(again.waitFor(30, TimeUnit.SECONDS));
+      try {
+        assertTrue(again.waitFor(30, TimeUnit.SECONDS));
+      } finally {
+        ChildProcess.killTree(again.toHandle());
+      }
       assertEquals(0, again.exitValue(), "idempotent");
     } finally {
       deleteTree(dir);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.gpushare.gpu.ChildProcess;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -587,9 +588,14 @@ class DocsTest {
               .redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
       pb.environment().put("DOCS_OUT", out.toString());
       Process p = pb.start();
-      if (!p.waitFor(90, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
-        p.waitFor(10, TimeUnit.SECONDS);
+      boolean ended = false;
+      try {
+        ended = p.waitFor(90, TimeUnit.SECONDS);
+      } finally {
+        // the session's background processes too (a server, `gpushare run`), on every path
+        ChildProcess.killTree(p.toHandle());
+      }
+      if (!ended) {
         fail("session " + name + " did not finish in 90 s; output:\n" + Files.readString(log));
       }
       String output = Files.readString(log, StandardCharsets.UTF_8);

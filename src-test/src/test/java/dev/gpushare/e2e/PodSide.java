@@ -1,5 +1,6 @@
 package dev.gpushare.e2e;
 
+import dev.gpushare.gpu.ChildProcess;
 import dev.gpushare.gpu.pod.NativeBuild;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -117,12 +118,19 @@ public final class PodSide {
       pb.environment().putAll(env);
       pb.redirectInput(ProcessBuilder.Redirect.from(Path.of("/dev/null").toFile()));
       Process p = pb.start();
+      boolean ended = false;
       byte[] out;
-      try (InputStream in = p.getInputStream()) {
-        out = in.readAllBytes();
+      try {
+        try (InputStream in = p.getInputStream()) {
+          out = in.readAllBytes();
+        }
+        ended = p.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS);
+      } finally {
+        if (!ended) {
+          ChildProcess.killTree(p.toHandle()); // on every path: timed out, failed, interrupted
+        }
       }
-      if (!p.waitFor(DEADLINE_SECONDS, TimeUnit.SECONDS)) {
-        p.destroyForcibly();
+      if (!ended) {
         throw new IllegalStateException(String.join(" ", cmd) + " did not end");
       }
       return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
@@ -385,6 +393,8 @@ public final class PodSide {
     /** SIGTERM (the library releases the share before the default action), then SIGKILL. */
     @Override
     public void close() {
+      // listed while the process lives: once it is gone its children are no longer descendants
+      List<ProcessHandle> children = process.descendants().toList();
       if (process.isAlive()) {
         process.destroy();
         try {
@@ -396,6 +406,8 @@ public final class PodSide {
           Thread.currentThread().interrupt();
         }
       }
+      children.forEach(ProcessHandle::destroyForcibly); // what SIGTERM left of the tree
+      ChildProcess.killTree(process.toHandle());
       synchronized (this) {
         try {
           logWriter.flush();

@@ -3,6 +3,7 @@ package dev.gpushare.gpu.pod;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.gpushare.gpu.ChildProcess;
 import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -84,23 +85,27 @@ class ComputeLimitTest {
     pb.redirectErrorStream(true);
     Process p = pb.start();
     List<Reading> out = new ArrayList<>();
-    try (BufferedReader r =
-        new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = r.readLine()) != null) {
-        String[] f = line.trim().split("\\s+");
-        if (f.length < 2 || !f[0].matches("\\d+")) {
-          continue;
+    try {
+      try (BufferedReader r =
+          new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          String[] f = line.trim().split("\\s+");
+          if (f.length < 2 || !f[0].matches("\\d+")) {
+            continue;
+          }
+          Map<Long, Double> per = new HashMap<>();
+          for (int i = 2; i < f.length; i++) {
+            String[] kv = f[i].split(":");
+            per.put(Long.parseLong(kv[0]), Double.parseDouble(kv[1]));
+          }
+          out.add(new Reading(Long.parseLong(f[0]), per));
         }
-        Map<Long, Double> per = new HashMap<>();
-        for (int i = 2; i < f.length; i++) {
-          String[] kv = f[i].split(":");
-          per.put(Long.parseLong(kv[0]), Double.parseDouble(kv[1]));
-        }
-        out.add(new Reading(Long.parseLong(f[0]), per));
       }
+      assertTrue(p.waitFor(seconds + 30L, TimeUnit.SECONDS), "gpu_util ends");
+    } finally {
+      ChildProcess.killTree(p.toHandle()); // on every path: failed, timed out, interrupted
     }
-    assertTrue(p.waitFor(seconds + 30L, TimeUnit.SECONDS), "gpu_util ends");
     return out;
   }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.gpushare.gpu.ChildProcess;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,10 +34,12 @@ class GpuCheckRehearsalTest {
               .redirectOutput(log.toFile());
       pb.environment().keySet().removeIf(k -> k.startsWith("LD_") || k.startsWith("GPUSHARE_"));
       Process p = pb.start();
-      boolean ended = p.waitFor(200, TimeUnit.SECONDS); // the script's own watchdog is 170 s
-      if (!ended) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
+      boolean ended = false;
+      try {
+        ended = p.waitFor(200, TimeUnit.SECONDS); // the script's own watchdog is 170 s
+      } finally {
+        // the script's processes too (its data plane, its workloads), on every path
+        ChildProcess.killTree(p.toHandle());
       }
       String out = Files.readString(log, StandardCharsets.UTF_8);
       assertTrue(ended, "the rehearsal did not end:\n" + out);

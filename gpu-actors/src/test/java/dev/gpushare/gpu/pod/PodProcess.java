@@ -1,5 +1,6 @@
 package dev.gpushare.gpu.pod;
 
+import dev.gpushare.gpu.ChildProcess;
 import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -367,15 +368,23 @@ public final class PodProcess implements AutoCloseable {
   /** Kills the process (and its descendants) if still running; fails on a sanitizer report. */
   @Override
   public void close() {
-    process.descendants().forEach(ProcessHandle::destroyForcibly);
-    process.destroyForcibly();
+    // the whole tree, children first, waited for even when the test thread was interrupted (its
+    // JUnit timeout): nothing this test started outlives it
+    List<ProcessHandle> left = ChildProcess.killTree(process.toHandle());
     closeStdin();
+    boolean interrupted = Thread.interrupted();
     try {
-      process.waitFor(10, TimeUnit.SECONDS);
       outReader.join(5000);
       errReader.join(5000);
     } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+      interrupted = true;
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (!left.isEmpty()) {
+      throw new AssertionError(this + ": still running after SIGKILL: " + left);
     }
     if (!sanitizerReports().isEmpty()) {
       throw new AssertionError("a sanitizer reported in " + this + ":\n" + transcript());
