@@ -47,6 +47,8 @@ CUresult cuGraphCreate(CUgraph *, unsigned);
 CUresult cuGraphAddKernelNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphDestroy(CUgraph);
+CUresult cuGraphExecDestroy(CUgraphExec);
 
 #define MAX_PHASES 64
 
@@ -143,6 +145,7 @@ int main(int argc, char **argv) {
     }
     if ((rc = cuGraphInstantiateWithFlags(&exec, graph, 0)))
       return failed("cuGraphInstantiateWithFlags", rc);
+    if ((rc = cuGraphDestroy(graph))) return failed("cuGraphDestroy", rc);
   }
 
   long long cycle_ns = 0;
@@ -187,6 +190,7 @@ int main(int argc, char **argv) {
     next_report += report_ns;
   }
   if ((rc = cuCtxSynchronize())) return failed("cuCtxSynchronize", rc);
+  if (exec && (rc = cuGraphExecDestroy(exec))) return failed("cuGraphExecDestroy", rc);
   printf("done launches=%llu\n", total);
   return 0;
 }
