@@ -6,7 +6,7 @@
  *   gcc -std=c17 -O2 -Wall -Wextra -D_GNU_SOURCE -o busy busy.c -L<dir of libcuda.so.1> \
  *       -l:libcuda.so.1
  *   [LD_PRELOAD=libgpushare.so] ./busy [--seconds S] [--pattern on:MS,off:MS,...] [--report-ms N]
- *                                      [--graph K]
+ *                                      [--graph K] [--memory]
  *
  *   --seconds S     how long it launches (default 1; a fraction is fine)
  *   --pattern P     phases of MS milliseconds, repeated until the end: on launches one kernel after
@@ -19,6 +19,8 @@
  *                   cuGraphAddKernelNode, cuGraphInstantiateWithFlags, then cuGraphLaunch each
  *                   time) instead of single kernels, as vLLM's decode and torch.compile do; a
  *                   launch is the graph's (default 0: single kernels)
+ *   --memory        once the context is current, prints "memory total=<T> info=<F> <T2>": the
+ *                   device's size (cuDeviceTotalMem_v2) and cuMemGetInfo_v2's free and total
  *
  * It calls cuInit(0), cuDeviceGet(0), cuDevicePrimaryCtxRetain and cuCtxSetCurrent (device 0,
  * what CUDA_VISIBLE_DEVICES leaves), then launches with a NULL function handle (the fake takes it,
@@ -43,6 +45,8 @@ CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
 CUresult cuCtxSynchronize(void);
+CUresult cuDeviceTotalMem_v2(size_t *, CUdevice);
+CUresult cuMemGetInfo_v2(size_t *, size_t *);
 CUresult cuGraphCreate(CUgraph *, unsigned);
 CUresult cuGraphAddKernelNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
@@ -55,7 +59,7 @@ CUresult cuGraphExecDestroy(CUgraphExec);
 static int usage(const char *why) {
   fprintf(stderr,
           "busy: %s\nusage: busy [--seconds S] [--pattern on:MS,off:MS,...] [--report-ms N] "
-          "[--graph K]\n",
+          "[--graph K] [--memory]\n",
           why);
   return 2;
 }
@@ -102,10 +106,15 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   double seconds = 1;
   long graph_kernels = 0;
+  int memory = 0;
   long long report_ms = 0, phase_ms[MAX_PHASES] = {0};
   int phase_on[MAX_PHASES] = {1}, phases = 0;
   for (int i = 1; i < argc; i++) {
-    if (i + 1 >= argc) return usage("each option takes a value");
+    if (strcmp(argv[i], "--memory") == 0) {
+      memory = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return usage("each option but --memory takes a value");
     char *end;
     if (strcmp(argv[i], "--seconds") == 0) {
       seconds = strtod(argv[++i], &end);
@@ -133,6 +142,12 @@ int main(int argc, char **argv) {
   if ((rc = cuDeviceGet(&dev, 0))) return failed("cuDeviceGet", rc);
   if ((rc = cuDevicePrimaryCtxRetain(&ctx, dev))) return failed("cuDevicePrimaryCtxRetain", rc);
   if ((rc = cuCtxSetCurrent(ctx))) return failed("cuCtxSetCurrent", rc);
+  if (memory) {
+    size_t total = 0, info_free = 0, info_total = 0;
+    if ((rc = cuDeviceTotalMem_v2(&total, dev))) return failed("cuDeviceTotalMem_v2", rc);
+    if ((rc = cuMemGetInfo_v2(&info_free, &info_total))) return failed("cuMemGetInfo_v2", rc);
+    printf("memory total=%zu info=%zu %zu\n", total, info_free, info_total);
+  }
   CUgraphExec exec = NULL;
   if (graph_kernels) {
     CUgraph graph = NULL;

@@ -557,6 +557,26 @@ abstract class PodSideScenarios {
     }
   }
 
+  /** The device's size as CUDA tells it (cuDeviceTotalMem_v2) is the share's, as cuMemGetInfo's. */
+  @Test
+  void cuDeviceTotalMemIsTheSharesMemory() throws Exception {
+    a.limits(50, 50).grantOnDemand(1);
+    try (PodProcess p =
+        PodProcess.builder("busy")
+            .build(build())
+            .pod(a)
+            .env("FAKE_CUDA_MEMORY", Long.toString(GPU_BYTES))
+            .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+            .args("--memory", "--seconds", "0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      long half = GPU_BYTES / 2;
+      assertTrue(
+          p.stdout().contains("memory total=" + half + " info=" + half + " " + half),
+          p.transcript());
+    }
+  }
+
   // ------------------------------------------------------------------ 4. the NVML view
 
   /** The fake NVML's memory of a GPU (fake_nvml.c: 97871 MiB), and half of it (a 50 % share). */
