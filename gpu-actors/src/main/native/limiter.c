@@ -600,4 +600,9 @@ void gs_limit_after_fork(void) {
   atomic_store(&running, 0);
   atomic_store(&aim, 0);
   my_pid_slot = -1;
+  /* a thread of the parent may have held them at the fork (asking the member, say): the child's
+   * copies would stay locked for ever */
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, fresh_pids = PTHREAD_MUTEX_INITIALIZER;
+  limit_mu = fresh;
+  pids_mu = fresh_pids;
 }

@@ -176,6 +176,17 @@ static long now_ms(void) {
 
 static void decide(void);
 
+/* A thread of the parent may hold view_lock at a fork (deciding: a request to the data plane):
+ * the child's copy would stay locked for ever. */
+static void view_after_fork(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  view_lock = fresh;
+}
+
+__attribute__((constructor)) static void view_at_fork(void) {
+  pthread_atfork(NULL, NULL, view_after_fork);
+}
+
 /* The view follows the grant: decided again once this process's grant is known, and, in a process
  * that has none, at most every 2 s (it may come while an NVML-only tool runs). */
 static void follow(void) {

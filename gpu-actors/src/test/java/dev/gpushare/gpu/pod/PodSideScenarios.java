@@ -289,6 +289,42 @@ abstract class PodSideScenarios {
     }
   }
 
+  /**
+   * CUDA graphs (vLLM's decode, torch.compile) put work on the GPU through cuGraphLaunch: such a
+   * launch is gated as a kernel launch is, so it waits while the pod's state is checkpointed and
+   * goes on once restored.
+   */
+  @Test
+  void aCudaGraphLaunchWaitsWhileThePodIsCheckpointedAndGoesOnOnceRestored() throws Exception {
+    a.grantOnDemand(2);
+    try (PodProcess p =
+        PodProcess.builder("busy")
+            .build(build())
+            .pod(a)
+            .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+            .env("FAKE_CUDA_VERSION", "13000")
+            .args("--graph", "2", "--seconds", "5", "--report-ms", "100")
+            .start()) {
+      p.awaitStdout(Pattern.compile("^\\d+ [1-9]\\d*$"), T); // graph launches went through
+      stub.awaitWatchers(1, T);
+      a.checkpoint("held", 2, 1000).hibernate();
+      p.awaitStderr(
+          Pattern.compile("left Running \\(now Hibernation\\): its GPU state is checkpointed"), T);
+      int demands = stub.requests("POST", "/demand").size();
+      a.grantOnDemand(null).onDemand(pod -> pod.ready(1));
+      p.awaitStderr(waitingLine(1), T); // the next cuGraphLaunch raised demand and waits
+      assertEquals(demands + 1, stub.requests("POST", "/demand").size());
+      long reports = p.stdout().stream().filter(l -> l.matches("\\d+ \\d+")).count();
+      assertTrue(
+          reports < 40, "a graph launch waited, not the final cuCtxSynchronize: " + p.transcript());
+      a.checkpoint("restoring", 2, 1000).running(2);
+      a.noCheckpoint();
+      p.awaitStderr(Pattern.compile("is Running again on GPU 2 .*: its GPU state was restored"), T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().stream().anyMatch(l -> l.startsWith("done launches=")));
+    }
+  }
+
   // ------------------------------------------------------------------ 6. release
 
   @Test
