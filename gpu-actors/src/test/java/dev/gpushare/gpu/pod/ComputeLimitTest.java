@@ -220,8 +220,8 @@ class ComputeLimitTest {
   }
 
   /**
-   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID; in a container, it
-   * names the pod's processes by host PIDs) the library says so once and does not limit blindly.
+   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID) and the member has
+   * no figure of it either, the library says so once and does not limit blindly.
    */
   @Test
   void aPodNvmlCannotMeasureIsSaidOnceAndNotLimitedBlindly() throws Exception {
