@@ -212,12 +212,16 @@ static long pids_at_ms = -PIDS_EVERY_MS;
 static int pids_n = -1, pids_sm = -1;
 static unsigned pids_host[LIMIT_PIDS];
 
+/* Under pids_mu. An answer replaces what was known (a refusal, an older member's 404: -1); no
+ * answer in time keeps it, as the PIDs seldom change between two asks. The short timeout bounds
+ * how long the controller's refill stands still on a member that does not answer (the member is on
+ * the node: its answers take a millisecond or so). */
 static void ask_member(void) {
   char path[600], err[200];
   gs_pod_path(path, sizeof path, "/processes");
   struct gs_response r;
   int n = -1, sm = -1;
-  if (gs_http("GET", path, 2000, &r, err, sizeof err) == 0) {
+  if (gs_http("GET", path, 500, &r, err, sizeof err) == 0) {
     long long got[LIMIT_PIDS], pct = -1;
     int k = r.status == 200 ? gs_json_longs(r.body, r.len, "hostPids", got, LIMIT_PIDS) : -1;
     if (k >= 0) {
@@ -231,6 +235,7 @@ static void ask_member(void) {
     free(r.body);
   } else {
     gs_debug("compute limit: the member's processes of the pod: %s", err);
+    return;
   }
   pids_n = n;
   pids_sm = sm;
