@@ -41,6 +41,8 @@
  *                               NVML_ERROR_NO_PERMISSION, as they may in a container that lacks
  *                               the capability the driver asks for them; the device-wide ones still
  *                               answer
+ *   FAKE_NVML_PROC_RC=N         the same queries answer nvmlReturn_t N instead (another failure:
+ *                               NVML_ERROR_UNKNOWN 999, NVML_ERROR_TIMEOUT 10, ...)
  *
  * Its functions never call each other through their exported names: a library preloaded in
  * front of it (libgpushare.so) would otherwise see the calls.
@@ -281,7 +283,11 @@ static int gpu_window(nvmlDevice_t d, struct gpu_window *w) {
 static unsigned int host_pid(unsigned int pid) {
   return pid + (unsigned int) env_int("FAKE_NVML_PID_OFFSET", 0);
 }
-static int no_permission(void) { return env_int("FAKE_NVML_NO_PERMISSION", 0) == 1; }
+/* What the per-process queries answer instead of their figures; 0: their figures. */
+static nvmlReturn_t refused(void) {
+  int rc = env_int("FAKE_NVML_PROC_RC", 0);
+  return rc ? rc : env_int("FAKE_NVML_NO_PERMISSION", 0) == 1 ? NVML_ERROR_NO_PERMISSION : 0;
+}
 
 /* Busy time as a rounded percent of the window, at most 100. */
 static unsigned int percent(const struct gpu_window *w, uint64_t busy_ns) {
@@ -372,7 +378,7 @@ static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
   struct gpu_window w;
   if (gpu_window(d, &w)) {
-    if (no_permission()) return NVML_ERROR_NO_PERMISSION;
+    if (refused()) return refused();
     if (*n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
     *n = w.pids;
     if (w.pids) memset(infos, 0, w.pids * sizeof *infos);
@@ -430,7 +436,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
   }
   struct gpu_window w;
   if (gpu_window(d, &w)) {
-    if (no_permission()) return NVML_ERROR_NO_PERMISSION;
+    if (refused()) return refused();
     unsigned long long now_us = w.now_ns / 1000;
     if (w.pids == 0 || lastSeen >= now_us) return NVML_ERROR_NOT_FOUND;
     if (samples == NULL || *n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }

@@ -318,6 +318,49 @@ class ComputeLimitTest {
     assertTrue(!last.contains("\"heldSeconds\":0.000"), "launches were held back: " + last);
   }
 
+  /**
+   * Another NVML failure (here NVML_ERROR_UNKNOWN, 999, on every per-process query): the last rate
+   * is kept for 1 s, then the pod is measured through the member's figure, said once.
+   */
+  @Test
+  void anotherNvmlErrorKeepsTheRateForASecondThenUsesTheMembersFigure() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    Map<String, String> env = new HashMap<>(CONTAINER);
+    env.put("FAKE_NVML_PROC_RC", "999");
+    try (PodProcess p = busy(a, "--seconds", "3").env(env).start()) {
+      a.hostPids(List.of(p.pid() + HOST_PID_OFFSET), 90);
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML answered error 999 for pod default/a's use for 1 s"
+                  + " \\(the last rate was kept meanwhile\\): its use is measured through the"
+                  + " member's figure$"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+    String last = a.computeReports().get(a.computeReports().size() - 1);
+    assertTrue(last.contains("\"measuredPercent\":90.0"), "the member's figure: " + last);
+  }
+
+  /** A lost GPU: not limited (the member revokes the pod), said once. */
+  @Test
+  void aLostGpuIsSaidOnceAndNotLimited() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p =
+        busy(a, "--seconds", "3", "--report-ms", "500").env("FAKE_NVML_LOST", "0").start()) {
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML says pod default/a's GPU is lost: the pod's compute"
+                  + " is not limited here$"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      String last = p.stdout().get(p.stdout().size() - 2); // "<t_ms> <launches>", then done
+      long launches = Long.parseLong(last.split(" ")[1]);
+      assertTrue(launches >= 400, "unlimited after it was said (1 ms kernels): " + p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+  }
+
   @Test
   void aPodThatGoesIdleAndComesBackDoesNotBurstOverItsLimitForMoreThanOneWindow() throws Exception {
     StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
