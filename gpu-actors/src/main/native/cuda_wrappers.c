@@ -302,8 +302,9 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
 #define OWN(X)                                                                                   \
   X(cuInit, cuInit) X(cuGetProcAddress, cuGetProcAddress)                                        \
   X(cuGetProcAddress, cuGetProcAddress_v2) X(cuMemGetInfo, cuMemGetInfo)                         \
-  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuDeviceTotalMem, cuDeviceTotalMem)                       \
-  X(cuDeviceTotalMem, cuDeviceTotalMem_v2) X(cuMemAlloc, cuMemAlloc) X(cuMemAlloc, cuMemAlloc_v2)        \
+  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuDeviceTotalMem, cuDeviceTotalMem)                         \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2) X(cuMemAlloc, cuMemAlloc)                             \
+  X(cuMemAlloc, cuMemAlloc_v2)                                                                   \
   X(cuMemAllocPitch, cuMemAllocPitch) X(cuMemAllocPitch, cuMemAllocPitch_v2)                     \
   X(cuMemAllocManaged, cuMemAllocManaged) X(cuMemAllocAsync, cuMemAllocAsync)                    \
   X(cuMemAllocAsync, cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)   \
@@ -389,7 +390,8 @@ GS_EXPORT CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
 }
 
 /* The device's size is the pod's limit, as cuMemGetInfo's total (frameworks size their caches
- * from either). No gate: cuInit already waited for the grant, and the call puts no work on the GPU. */
+ * from either). No gate: cuInit already waited for the grant, and the call puts no work on the
+ * GPU. */
 GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   CUresult rc = REAL(cuDeviceTotalMem_v2, (bytes, dev));
   uint64_t lim = gs_mem_limit();

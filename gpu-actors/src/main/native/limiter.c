@@ -19,13 +19,14 @@
  * stopped launching in the period (its bucket filled up again: it went idle), keeps its rate, so
  * going idle never earns a pod a burst. The refill carries the fraction of a token a tick does not
  * give, so that rates under one launch a tick (long kernels, graphs) hold too. While launches are
- * held the pod's utilisation is the rate times the GPU time of a launch, u = k r: the measured window is the period the rate applied to, so the log-error
- * e = ln(u / aim) obeys e' = e / 2 and halves every period; from 100 % down to a limit of 30
- * (e = 1.2) it is inside ±5 points (|e| < 0.15) after 3 periods, about 0.3 s (the factor's clamp
- * adds none here: the first step is 0.55), and a change of the pod's kernels (k) is corrected as
- * fast. The bucket holds at most 50 ms of the rate, so a pod that
- * comes back from idle runs over its aim for at most that long, inside one sampling window. A pod
- * whose limit is 100 is never limited (its launches never touch the bucket).
+ * held the pod's utilisation is the rate times the GPU time of a launch, u = k r: the measured
+ * window is the period the rate applied to, so the log-error e = ln(u / aim) obeys e' = e / 2 and
+ * halves every period; from 100 % down to a limit of 30 (e = 1.2) it is inside ±5 points
+ * (|e| < 0.15) after 3 periods, about 0.3 s (the factor's clamp adds none here: the first step is
+ * 0.55), and a change of the pod's kernels (k) is corrected as fast. The bucket holds at most 50 ms
+ * of the rate, so a pod that comes back from idle runs over its aim for at most that long, inside
+ * one sampling window. A pod whose limit is 100 is never limited (its launches never touch the
+ * bucket).
  *
  * Which samples are the pod's: NVML names processes by their host PIDs and the driver knows no PID
  * namespaces, so in a pod without hostPID none of NVML's PIDs is a getpid() of the pod. The member
@@ -55,8 +56,8 @@
  *
  * The member's figure is the pod's SM percent in the member's last telemetry sample (the same
  * answer as the PIDs): the rate is corrected by it when it changes, or every 5 s, as slowly as the
- * member samples. Where the member has no figure either, the pod is not limited (rather than held at
- * a rate nothing measures), and that is said.
+ * member samples. Where the member has no figure either, the pod is not limited (rather than held
+ * at a rate nothing measures), and that is said.
  */
 #include "gpushare.h"
 
@@ -196,7 +197,8 @@ static void register_pid(void) {
   }
 }
 
-/* Slots whose owner is gone (its lock dropped), emptied; a slot is never taken by its lock alone. */
+/* Slots whose owner is gone (its lock dropped), emptied. A new owner locks before it writes its
+ * pid, so the compare-and-swap of the gone owner's pid never empties a slot taken meanwhile. */
 static void sweep_pids(void) {
   for (int i = 0; i < LIMIT_PIDS; i++) {
     int pid = atomic_load(&lf->pid[i]);
