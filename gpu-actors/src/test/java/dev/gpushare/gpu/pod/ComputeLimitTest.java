@@ -220,8 +220,8 @@ class ComputeLimitTest {
   }
 
   /**
-   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID) and the member has
-   * no figure of it either, the library says so once and does not limit blindly.
+   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID) and the member has no
+   * figure of it either, the library says so once and does not limit blindly.
    */
   @Test
   void aPodNvmlCannotMeasureIsSaidOnceAndNotLimitedBlindly() throws Exception {
@@ -249,8 +249,8 @@ class ComputeLimitTest {
       Map.of("FAKE_NVML_PID_OFFSET", String.valueOf(HOST_PID_OFFSET));
 
   /**
-   * A pod without hostPID (issue 32): NVML names its process by a host PID, never its getpid().
-   * The member knows the host PIDs (the stub's {@code GET …/processes} plays it): the limit holds.
+   * A pod without hostPID (issue 32): NVML names its process by a host PID, never its getpid(). The
+   * member knows the host PIDs (the stub's {@code GET …/processes} plays it): the limit holds.
    */
   @Test
   void aPodWhoseNvmlNamesHostPidsSettlesAt30ThroughTheMembersPids() throws Exception {

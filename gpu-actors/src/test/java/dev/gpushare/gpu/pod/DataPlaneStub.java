@@ -97,7 +97,8 @@ public final class DataPlaneStub implements AutoCloseable {
   }
 
   private static final Pattern POD_PATH =
-      Pattern.compile("/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch|compute|processes))?/?");
+      Pattern.compile(
+          "/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch|compute|processes))?/?");
 
   private final HttpServer server;
   private final ExecutorService executor;

@@ -682,9 +682,9 @@ abstract class PodSideScenarios {
 
   /**
    * Before its grant (Hibernation) a sharing pod sees one GPU, the node's first, with its share's
-   * memory (vLLM and others look for a GPU through NVML before the CUDA call that raises demand);
-   * a static pod sees the GPU it is pinned to. The node's other processes (the fake's 4242, 4343
-   * on GPU 0) are not shown.
+   * memory (vLLM and others look for a GPU through NVML before the CUDA call that raises demand); a
+   * static pod sees the GPU it is pinned to. The node's other processes (the fake's 4242, 4343 on
+   * GPU 0) are not shown.
    */
   @Test
   void beforeItsGrantAPodSeesTheGpuItWouldGetWithItsSharesMemory() throws Exception {

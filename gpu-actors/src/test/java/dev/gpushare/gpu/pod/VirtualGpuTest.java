@@ -238,8 +238,8 @@ class VirtualGpuTest {
 
   /**
    * A container as the driver shows it: NVML names each process by its host PID (here its pid +
-   * 1,000,000), and may refuse the per-process query (NO_PERMISSION, 4) while the GPU's
-   * utilisation still answers.
+   * 1,000,000), and may refuse the per-process query (NO_PERMISSION, 4) while the GPU's utilisation
+   * still answers.
    */
   @Test
   void nvmlCanNameHostPidsAndRefuseThePerProcessQuery() {

@@ -31,8 +31,8 @@ public interface GpuShareDataPlane {
   CompletionStage<PodView> reportCompute(String namespace, String name, ComputeReport report);
 
   /**
-   * The host PIDs of the pod's processes on its GPU as this member's latest telemetry saw them, with
-   * the pod's SM utilisation (null when not reported): what the pod's compute limiter matches
+   * The host PIDs of the pod's processes on its GPU as this member's latest telemetry saw them,
+   * with the pod's SM utilisation (null when not reported): what the pod's compute limiter matches
    * NVML's per-process samples against. No PIDs while the pod holds no GPU or before the first
    * sample. NOT_FOUND for an unknown pod.
    */

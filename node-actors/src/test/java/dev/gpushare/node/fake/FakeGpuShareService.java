@@ -315,7 +315,9 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
               namespace,
               name,
               current.gpu(),
-              current.gpu() == null ? List.of() : hostPids.getOrDefault(namespace + "/" + name, List.of()),
+              current.gpu() == null
+                  ? List.of()
+                  : hostPids.getOrDefault(namespace + "/" + name, List.of()),
               null);
         });
   }
