@@ -18,9 +18,10 @@
  * last 4096 busy intervals {start, end, pid} (an interval that continues the pid's previous one
  * extends it). The GPU is the calling thread's current context's (device 0 without one), known by
  * its node UUID, so that NVML finds it by the same UUID; up to 16 GPUs.
- *   - A kernel launch (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch,
- *     each with its _ptsz) occupies the GPU for FAKE_GPU_KERNEL_US (default 1000) µs from
- *     max(now, busy_until). One that would leave more than FAKE_GPU_QUEUE_US (default 2000) µs
+ *   - A kernel launch (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel, each with its
+ *     _ptsz) occupies the GPU for FAKE_GPU_KERNEL_US (default 1000) µs from max(now, busy_until);
+ *     a graph's launch (cuGraphLaunch(_ptsz)) as long as its kernel nodes together (cuGraphCreate,
+ *     cuGraphAddKernelNode(_v2), cuGraphInstantiateWithFlags build one, see GRAPHS below). One that would leave more than FAKE_GPU_QUEUE_US (default 2000) µs
  *     queued ahead of now sleeps (nanosleep, no spinning) until it would not: a full launch queue.
  *     A kernel longer than the queue waits for an empty one.
  *   - cuCtxSynchronize(_v2), cuStreamSynchronize(_ptsz) and cuEventSynchronize sleep until this
@@ -187,8 +188,10 @@ static int gpu_record(const char *uuid) {
   return (int)gpu->gpus++;
 }
 
-/* A kernel on the current context's GPU: waits while the queue is full, then queues it. */
-static void gpu_launch(void) {
+/* `kernels` kernels back to back on the current context's GPU (a graph's run as one piece of
+ * work): waits while the queue is full, then queues them. */
+static void gpu_launch_n(unsigned kernels) {
+  if (kernels == 0) return;
   /* without FAKE_GPU_FILE a launch costs what it did before the virtual GPU: nothing more than a
    * load (the benchmarks measure the library's hot path against this fake) */
   int opened = __atomic_load_n(&gpu_opened, __ATOMIC_ACQUIRE);
@@ -214,7 +217,7 @@ static void gpu_launch(void) {
     struct gpu_timeline *t = &gpu->gpu[i];
     uint64_t now = now_ns();
     uint64_t start = t->busy_until_ns > now ? t->busy_until_ns : now;
-    uint64_t end = start + kernel_ns;
+    uint64_t end = start + kernel_ns * kernels;
     if (start > now && end - now > queue_ns) { /* full: wait until this kernel would fit */
       file_lock(gpu_fd, F_UNLCK);
       pthread_mutex_unlock(&gpu_mu);
@@ -236,6 +239,8 @@ static void gpu_launch(void) {
   }
   pthread_mutex_unlock(&gpu_mu);
 }
+
+static void gpu_launch(void) { gpu_launch_n(1); }
 
 /* When this process's last kernel ends (0: none queued, or no virtual GPU). */
 static uint64_t gpu_last_end(void) {
@@ -816,7 +821,6 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
 #define P_WAITEV (CUstream s, CUevent e, unsigned flags)
 #define P_EVENT (CUevent e)
 #define P_RECORD (CUevent e, CUstream s)
-#define P_GRAPH (void *exec, CUstream s)
 
 /* (exported name, shape); the copies and sets trace their size */
 #define SIZED(X)                                                                                 \
@@ -841,11 +845,11 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
   X(cuMemcpy3D_v2_ptds, COPY) X(cuMemcpy3DAsync, COPYA) X(cuMemcpy3DAsync_v2, COPYA)             \
   X(cuMemcpy3DAsync_v2_ptsz, COPYA) X(cuStreamWaitEvent, WAITEV)                                 \
   X(cuStreamWaitEvent_ptsz, WAITEV) X(cuEventRecord, RECORD) X(cuEventRecord_ptsz, RECORD)
-/* kernels: on the virtual GPU, each occupies it for FAKE_GPU_KERNEL_US */
+/* kernels: on the virtual GPU, each occupies it for FAKE_GPU_KERNEL_US (graphs: below) */
 #define LAUNCHES(X)                                                                              \
   X(cuLaunchKernel, LAUNCH) X(cuLaunchKernel_ptsz, LAUNCH) X(cuLaunchKernelEx, LAUNCHEX)         \
   X(cuLaunchKernelEx_ptsz, LAUNCHEX) X(cuLaunchCooperativeKernel, COOP)                          \
-  X(cuLaunchCooperativeKernel_ptsz, COOP) X(cuGraphLaunch, GRAPH) X(cuGraphLaunch_ptsz, GRAPH)
+  X(cuLaunchCooperativeKernel_ptsz, COOP)
 /* waits: on the virtual GPU, until this process's last kernel has ended */
 #define WAITS(X)                                                                                 \
   X(cuCtxSynchronize, NONE) X(cuCtxSynchronize_v2, CTX) X(cuStreamSynchronize, STREAM)           \
@@ -883,6 +887,73 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
     CUresult rc = fake_ready();                                                        \
     return rc == CUDA_SUCCESS && gpu_last_end() > now_ns() ? CUDA_ERROR_NOT_READY : rc; \
   }
+/* CUDA graphs, enough for a program that builds one of kernel nodes and launches it (as vLLM's
+ * decode and torch.compile do): a graph is its count of kernel nodes (other nodes, captures and
+ * updates are not modelled), an instantiated graph a copy of that count, and its launch occupies
+ * the virtual GPU for that many kernels back to back, as one piece of work; an empty graph's
+ * launch takes no GPU time. A real driver runs a graph's kernels in its dependency order: their
+ * total time is what the GPU's utilisation sees either way. */
+struct fake_graph { unsigned kernels; };
+typedef struct fake_graph *CUgraph, *CUgraphExec;
+typedef void *CUgraphNode;
+
+CUresult cuGraphCreate(CUgraph *graph, unsigned flags) {
+  fake_trace("cuGraphCreate()");
+  if (fake_ready()) return fake_ready();
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  *graph = calloc(1, sizeof **graph);
+  return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult add_kernel(const char *call, CUgraphNode *node, CUgraph graph) {
+  fake_trace("%s()", call);
+  if (fake_ready()) return fake_ready();
+  if (!node || !graph) return CUDA_ERROR_INVALID_VALUE;
+  graph->kernels++;
+  *node = (CUgraphNode)(uintptr_t)graph->kernels;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                              size_t n, const void *params) {
+  return add_kernel("cuGraphAddKernelNode", node, graph);
+}
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                                 size_t n, const void *params) {
+  return add_kernel("cuGraphAddKernelNode_v2", node, graph);
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags) {
+  fake_trace("cuGraphInstantiateWithFlags()");
+  if (fake_ready()) return fake_ready();
+  if (!exec || !graph) return CUDA_ERROR_INVALID_VALUE;
+  *exec = malloc(sizeof **exec);
+  if (!*exec) return CUDA_ERROR_OUT_OF_MEMORY;
+  **exec = *graph;
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphDestroy(CUgraph graph) {
+  fake_trace("cuGraphDestroy()");
+  free(graph);
+  return fake_ready();
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  fake_trace("cuGraphExecDestroy()");
+  free(exec);
+  return fake_ready();
+}
+#define GRAPH_LAUNCH(name)                                 \
+  CUresult name(CUgraphExec exec, CUstream s) {            \
+    fake_trace(#name "(%u)", exec ? exec->kernels : 0);    \
+    CUresult rc = fake_ready();                            \
+    if (rc == CUDA_SUCCESS && !exec) return CUDA_ERROR_INVALID_VALUE; \
+    if (rc == CUDA_SUCCESS) gpu_launch_n(exec->kernels);   \
+    return rc;                                             \
+  }
+GRAPH_LAUNCH(cuGraphLaunch)
+GRAPH_LAUNCH(cuGraphLaunch_ptsz)
+#define GRAPHS(X)                                                                                \
+  X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphAddKernelNode_v2)                            \
+  X(cuGraphInstantiateWithFlags) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuGraphLaunch)        \
+  X(cuGraphLaunch_ptsz)
+
 SIZED(DEFINE_SIZED)
 UNSIZED(DEFINE_UNSIZED)
 LAUNCHES(DEFINE_LAUNCH)
@@ -904,7 +975,7 @@ QUERIES(DEFINE_QUERY)
   X(cuModuleLoadData) X(cuModuleLoadDataEx) X(cuModuleLoadFatBinary) X(cuLibraryLoadData)        \
   X(cuLibraryLoadFromFile) X(cuModuleUnload) X(cuLibraryUnload)
 static const struct { const char *name; void *fn; } functions[] = {
-  OWN(ROW) SIZED(ROW) UNSIZED(ROW) LAUNCHES(ROW) WAITS(ROW) QUERIES(ROW)
+  OWN(ROW) SIZED(ROW) UNSIZED(ROW) LAUNCHES(ROW) WAITS(ROW) QUERIES(ROW) GRAPHS(ROW)
 };
 
 void *fake_mem_fn(const char *name) {

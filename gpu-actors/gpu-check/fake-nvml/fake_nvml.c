@@ -34,6 +34,19 @@
  * A device FAKE_NVML_UTIL scripts keeps its scripted utilisation and sample; lost and MIG devices
  * answer as without the file. Unset, none of this happens.
  *
+ * A container, as the real driver shows it to one (with the virtual GPU):
+ *   FAKE_NVML_PID_OFFSET=N      every pid NVML reports (process lists, utilisation samples) is the
+ *                               process's pid + N: the real NVML names processes by their host
+ *                               PIDs, and the driver has no PID namespaces, so a process in a pod
+ *                               without hostPID never finds its own getpid() there
+ *   FAKE_NVML_NO_PERMISSION=1   the per-process queries (nvmlDeviceGetProcessUtilization,
+ *                               nvmlDeviceGetComputeRunningProcesses_v2/_v3) answer
+ *                               NVML_ERROR_NO_PERMISSION, as they may in a container that lacks
+ *                               the capability the driver asks for them; the device-wide ones still
+ *                               answer
+ *   FAKE_NVML_PROC_RC=N         the same queries answer nvmlReturn_t N instead (another failure:
+ *                               NVML_ERROR_UNKNOWN 999, NVML_ERROR_TIMEOUT 10, ...)
+ *
  * Its functions never call each other through their exported names: a library preloaded in
  * front of it (libgpushare.so) would otherwise see the calls.
  */
@@ -58,6 +71,7 @@ typedef int nvmlReturn_t;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NO_PERMISSION 4
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_TIMEOUT 10
@@ -269,6 +283,16 @@ static int gpu_window(nvmlDevice_t d, struct gpu_window *w) {
   return 1;
 }
 
+/* The pid NVML names a process by: its host PID (FAKE_NVML_PID_OFFSET). */
+static unsigned int host_pid(unsigned int pid) {
+  return pid + (unsigned int) env_int("FAKE_NVML_PID_OFFSET", 0);
+}
+/* What the per-process queries answer instead of their figures; 0: their figures. */
+static nvmlReturn_t refused(void) {
+  int rc = env_int("FAKE_NVML_PROC_RC", 0);
+  return rc ? rc : env_int("FAKE_NVML_NO_PERMISSION", 0) == 1 ? NVML_ERROR_NO_PERMISSION : 0;
+}
+
 /* Busy time as a rounded percent of the window, at most 100. */
 static unsigned int percent(const struct gpu_window *w, uint64_t busy_ns) {
   uint64_t p = (busy_ns * 100 + w->length_ns / 2) / w->length_ns;
@@ -400,11 +424,12 @@ static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
   struct gpu_window w;
   if (gpu_window(d, &w)) {
+    if (refused()) return refused();
     if (*n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
     *n = w.pids;
     if (w.pids) memset(infos, 0, w.pids * sizeof *infos);
     for (unsigned int i = 0; i < w.pids; i++) {
-      infos[i].pid = w.pid[i].pid;
+      infos[i].pid = host_pid(w.pid[i].pid);
       infos[i].usedGpuMemory = ~0ULL; /* NVML_VALUE_NOT_AVAILABLE */
     }
     return NVML_SUCCESS;
@@ -457,12 +482,13 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
   }
   struct gpu_window w;
   if (gpu_window(d, &w)) {
+    if (refused()) return refused();
     unsigned long long now_us = w.now_ns / 1000;
     if (w.pids == 0 || lastSeen >= now_us) return NVML_ERROR_NOT_FOUND;
     if (samples == NULL || *n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
     memset(samples, 0, w.pids * sizeof *samples);
     for (unsigned int i = 0; i < w.pids; i++) {
-      samples[i].pid = w.pid[i].pid;
+      samples[i].pid = host_pid(w.pid[i].pid);
       samples[i].timeStamp = now_us;
       samples[i].smUtil = percent(&w, w.pid[i].busy_ns);
     }

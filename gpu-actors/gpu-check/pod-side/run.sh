@@ -4,7 +4,8 @@
 # machine has no Java, so no member: run.sh scripts the pod's state itself). Four steps, each
 # ending in one line "OK ..." or "FAIL ..." with the evidence:
 #   1 grant    the first CUDA call waits while the pod is Ready, goes on once it is Running
-#   2 view     nvidia-smi as a child of the program: one GPU, utilisation relative to the core limit
+#   2 view     nvidia-smi as a child of the program: one GPU, the pod's own utilisation relative to
+#              the core limit (its processes by the host PIDs the stand-in, as the member, names)
 #   3 memory   cudaMalloc over the pod's memory limit fails; cudaMemGetInfo shows the share, less
 #              the context's own memory (counted for the pod)
 #   4 wake     checkpointed while idle (cuCheckpointProcess*), the next kernel raises demand,
@@ -165,9 +166,12 @@ else
   standin set "{$running}"
 fi
 
-# 2 view: nvidia-smi inside the process's view and outside, while the GPU is busy.
+# 2 view: nvidia-smi inside the process's view and outside, while the GPU is busy. The member
+# names the program's host PID as the pod's (no container here: its PID); in the rehearsal the fake
+# NVML's scripted sample is that process's too.
+standin set "{\"hostPids\":[$pid]}"
 if ((rehearse)); then
-  env "${penv[@]}" sh -c "$smi"
+  FAKE_NVML_PID=$pid env "${penv[@]}" sh -c "$smi"
 else
   b="$(await "$T/out" '^busy -> ' 45)" || fail "2 view: the busy step did not end within 45 s"
 fi
@@ -289,6 +293,7 @@ else
 fi
 env "${penv[@]}" "${prog5[@]}" </dev/null >"$T/out5" 2>"$T/err5" &
 pid5=$! jobs_+=($!)
+standin set "{\"hostPids\":[$pid5]}" # the member's host PIDs of the pod: this program now
 samples5=()
 for i in $(seq 1 $((SECS5 * 2 - 1))); do
   sleep 0.5

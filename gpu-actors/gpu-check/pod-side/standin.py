@@ -10,7 +10,10 @@ except what POST demand does (onDemand).
   python3 standin.py report URL               the library's last compute report (JSON), or {}
 
 The library's endpoints under /v1/namespaces/NS/pods/NAME: GET (the view), POST and DELETE
-demand, POST compute (the compute limit's report, kept), GET watch (Server-Sent Events, close-delimited: the view at once and at each change,
+demand, POST compute (the compute limit's report, kept), GET processes (the member's host PIDs of
+the pod's processes: {"namespace", "name", "gpu", "hostPids", "smPercent"}, as run.sh sets them with
+the control keys "hostPids" and "smPercent"; on the GPU machine there is no container, so a
+process's host PID is its PID), GET watch (Server-Sent Events, close-delimited: the view at once and at each change,
 a ':' heartbeat every 15 s). Control: POST /control (a JSON object; the key "onDemand" is
 "ready" for Hibernation -> Ready at position 1 on POST demand, anything else for no change),
 GET /control ({"view": ..., "demands": {"POST": n, "DELETE": n}}).
@@ -28,6 +31,7 @@ version = 0
 demands = {"POST": 0, "DELETE": 0}
 reports = []  # the library's POST .../compute bodies
 on_demand = "ready"
+processes = {"hostPids": [], "smPercent": None}
 view = {}
 pod_path = ""
 
@@ -36,6 +40,9 @@ def change(fields):
     global version, on_demand
     with lock:
         on_demand = fields.pop("onDemand", on_demand)
+        for key in ("hostPids", "smPercent"):
+            if key in fields:
+                processes[key] = fields.pop(key)
         view.update(fields)
         version += 1
         lock.notify_all()
@@ -68,6 +75,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.answer(200, view)
         elif self.path == pod_path + "/watch":
             self.watch()
+        elif self.path == pod_path + "/processes":
+            ns, name = pod_path.split("/")[3], pod_path.split("/")[5]
+            with lock:
+                gpu = view.get("gpu")
+                self.answer(200, {"namespace": ns, "name": name, "gpu": gpu,
+                                  "hostPids": processes["hostPids"] if gpu else [],
+                                  "smPercent": processes["smPercent"]})
         else:
             self.not_found()
 

@@ -13,6 +13,7 @@
  *   synchronisations: the state word, the driver, then the pools asked again (they trim there)
  *   contexts: what the driver took for one, measured around its creation, counts for the pod
  *   cuMemGetInfo: the pod's limit as the total, what it has left as the free
+ *   cuDeviceTotalMem: the pod's limit as the device's size
  *   cuInit: the demand and the grant (state.c) before the driver reads CUDA_VISIBLE_DEVICES
  *
  * Types are declared here in plain C (cuda.h is not needed to build): handles are pointers,
@@ -27,7 +28,9 @@ typedef unsigned long long CUdeviceptr;
 typedef unsigned int CUdeviceptr_v1;
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef void *CUfunction, *CUstream, *CUevent, *CUcontext, *CUarray, *CUmipmappedArray,
-    *CUmemoryPool;
+    *CUmemoryPool, *CUgraphExec;
+typedef int CUdevice;
+struct mem_location { int type, id; }; /* cuda.h's CUmemLocation, passed by value */
 
 /* cuda.h's CUDA_ARRAY_DESCRIPTOR and CUDA_ARRAY3D_DESCRIPTOR, and their _v1 */
 struct array_desc { size_t Width, Height; int Format; unsigned NumChannels; };
@@ -109,15 +112,82 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
 #define A_EVENT (e)
 #define P_RECORD (CUevent e, CUstream s)
 #define A_RECORD (e, s)
+#define P_RECORDF (CUevent e, CUstream s, unsigned flags)
+#define A_RECORDF (e, s, flags)
+#define P_GRAPH (CUgraphExec g, CUstream s)
+#define A_GRAPH (g, s)
+#define P_LAUNCH0 (CUfunction f)
+#define A_LAUNCH0 (f)
+#define P_GRID (CUfunction f, int w, int h)
+#define A_GRID (f, w, h)
+#define P_GRIDA (CUfunction f, int w, int h, CUstream s)
+#define A_GRIDA (f, w, h, s)
+#define P_MULTI (void *list, unsigned n, unsigned flags)
+#define A_MULTI (list, n, flags)
+#define P_BATCH (CUstream s, unsigned n, void *ops, unsigned flags)
+#define A_BATCH (s, n, ops, flags)
+#define P_VAL32 (CUstream s, CUdeviceptr a, uint32_t v, unsigned flags)
+#define P_VAL64 (CUstream s, CUdeviceptr a, uint64_t v, unsigned flags)
+#define A_VAL32 (s, a, v, flags)
+#define A_VAL64 A_VAL32
+/* cuda.h 12.8's cuMemcpyBatchAsync (with failIdx) and 13.0's _v2 (without) */
+#define P_MBATCH (CUdeviceptr *d, CUdeviceptr *src, size_t *n, size_t count, void *attrs, \
+                  size_t *idx, size_t nattrs, size_t *fail, CUstream s)
+#define A_MBATCH (d, src, n, count, attrs, idx, nattrs, fail, s)
+#define P_MBATCH2 (CUdeviceptr *d, CUdeviceptr *src, size_t *n, size_t count, void *attrs, \
+                   size_t *idx, size_t nattrs, CUstream s)
+#define A_MBATCH2 (d, src, n, count, attrs, idx, nattrs, s)
+#define P_M3BATCH (size_t n, void *ops, size_t *fail, unsigned long long flags, CUstream s)
+#define A_M3BATCH (n, ops, fail, flags, s)
+#define P_M3BATCH2 (size_t n, void *ops, unsigned long long flags, CUstream s)
+#define A_M3BATCH2 (n, ops, flags, s)
+#define P_SEMA (const void *sems, const void *params, unsigned n, CUstream s)
+#define A_SEMA (sems, params, n, s)
+#define P_PREFETCH (CUdeviceptr p, size_t n, int dev, CUstream s)
+#define A_PREFETCH (p, n, dev, s)
+#define P_PREFETCH2 (CUdeviceptr p, size_t n, struct mem_location loc, unsigned flags, CUstream s)
+#define A_PREFETCH2 (p, n, loc, flags, s)
+#define P_HA (CUarray a, size_t off, const void *src, size_t n)
+#define A_HA (a, off, src, n)
+#define P_HAA (CUarray a, size_t off, const void *src, size_t n, CUstream s)
+#define A_HAA (a, off, src, n, s)
+#define P_AH (void *dst, CUarray a, size_t off, size_t n)
+#define A_AH (dst, a, off, n)
+#define P_AHA (void *dst, CUarray a, size_t off, size_t n, CUstream s)
+#define A_AHA (dst, a, off, n, s)
+#define P_AD (CUdeviceptr dst, CUarray a, size_t off, size_t n)
+#define A_AD (dst, a, off, n)
+#define P_DA (CUarray a, size_t off, CUdeviceptr src, size_t n)
+#define A_DA (a, off, src, n)
+#define P_AA (CUarray dst, size_t doff, CUarray src, size_t soff, size_t n)
+#define A_AA (dst, doff, src, soff, n)
+#define P_SET2D8 (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h)
+#define P_SET2D16 (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h)
+#define P_SET2D32 (CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h)
+#define A_SET2D8 (d, pitch, v, w, h)
+#define A_SET2D16 A_SET2D8
+#define A_SET2D32 A_SET2D8
+#define P_SET2D8A (CUdeviceptr d, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s)
+#define P_SET2D16A (CUdeviceptr d, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s)
+#define P_SET2D32A (CUdeviceptr d, size_t pitch, unsigned v, size_t w, size_t h, CUstream s)
+#define A_SET2D8A (d, pitch, v, w, h, s)
+#define A_SET2D16A A_SET2D8A
+#define A_SET2D32A A_SET2D8A
 
 /* (the name cuGetProcAddress is asked for, the exported variant, its shape) */
-/* Kernel launches: what the compute limit counts (gs_launch_gate). */
+/* Kernel launches: what the compute limit counts (gs_launch_gate), a CUDA graph's launch among
+ * them (vLLM's decode and torch.compile launch little else); one token each, whatever the work:
+ * the controller corrects the rate by the time the pod's launches take on the GPU. */
 #define LAUNCHES(X)                                                                              \
   X(cuLaunchKernel, cuLaunchKernel, LAUNCH) X(cuLaunchKernel, cuLaunchKernel_ptsz, LAUNCH)       \
   X(cuLaunchKernelEx, cuLaunchKernelEx, LAUNCHEX)                                                \
   X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, LAUNCHEX)                                           \
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, COOP)                                  \
-  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)                             \
+  X(cuLaunchCooperativeKernelMultiDevice, cuLaunchCooperativeKernelMultiDevice, MULTI)           \
+  X(cuGraphLaunch, cuGraphLaunch, GRAPH) X(cuGraphLaunch, cuGraphLaunch_ptsz, GRAPH)             \
+  X(cuLaunch, cuLaunch, LAUNCH0) X(cuLaunchGrid, cuLaunchGrid, GRID)                             \
+  X(cuLaunchGridAsync, cuLaunchGridAsync, GRIDA)
 
 #define WORK(X)                                                                                  \
   LAUNCHES(X) OTHER_WORK(X) SYNCS(X)
@@ -171,13 +241,80 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
   X(cuStreamWaitEvent, cuStreamWaitEvent, WAITEV)                                                \
   X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, WAITEV)                                           \
   X(cuStreamQuery, cuStreamQuery, STREAM) X(cuStreamQuery, cuStreamQuery_ptsz, STREAM)           \
-  X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)
+  X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)         \
+  MORE_WORK(X)
+
+/* The rest of cuda.h's calls that put work on a stream: gated (they wait while the pod is not
+ * Running on its GPU, is being stopped or is checkpointed), not counted. */
+#define MORE_WORK(X)                                                                             \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags, RECORDF)                                     \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, RECORDF)                                \
+  X(cuGraphUpload, cuGraphUpload, GRAPH) X(cuGraphUpload, cuGraphUpload_ptsz, GRAPH)             \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp, BATCH)                                               \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, BATCH)                                          \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2, BATCH)                                            \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2_ptsz, BATCH)                                       \
+  X(cuStreamWriteValue32, cuStreamWriteValue32, VAL32)                                           \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_ptsz, VAL32)                                      \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_v2, VAL32)                                        \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_v2_ptsz, VAL32)                                   \
+  X(cuStreamWriteValue64, cuStreamWriteValue64, VAL64)                                           \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_ptsz, VAL64)                                      \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_v2, VAL64)                                        \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_v2_ptsz, VAL64)                                   \
+  X(cuStreamWaitValue32, cuStreamWaitValue32, VAL32)                                             \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_ptsz, VAL32)                                        \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_v2, VAL32)                                          \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_v2_ptsz, VAL32)                                     \
+  X(cuStreamWaitValue64, cuStreamWaitValue64, VAL64)                                             \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_ptsz, VAL64)                                        \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_v2, VAL64)                                          \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_v2_ptsz, VAL64)                                     \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync, MBATCH)                                              \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, MBATCH)                                         \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2, MBATCH2)                                          \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2_ptsz, MBATCH2)                                     \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync, M3BATCH)                                         \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, M3BATCH)                                    \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, M3BATCH2)                                     \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2_ptsz, M3BATCH2)                                \
+  X(cuMemcpy3DPeer, cuMemcpy3DPeer, COPY) X(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, COPY)           \
+  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, COPYA)                                             \
+  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, COPYA)                                        \
+  X(cuMemcpyHtoA, cuMemcpyHtoA_v2, HA) X(cuMemcpyHtoA, cuMemcpyHtoA_v2_ptds, HA)                 \
+  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2, HAA)                                                \
+  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2_ptsz, HAA)                                           \
+  X(cuMemcpyAtoH, cuMemcpyAtoH_v2, AH) X(cuMemcpyAtoH, cuMemcpyAtoH_v2_ptds, AH)                 \
+  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2, AHA)                                                \
+  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2_ptsz, AHA)                                           \
+  X(cuMemcpyAtoD, cuMemcpyAtoD_v2, AD) X(cuMemcpyAtoD, cuMemcpyAtoD_v2_ptds, AD)                 \
+  X(cuMemcpyDtoA, cuMemcpyDtoA_v2, DA) X(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds, DA)                 \
+  X(cuMemcpyAtoA, cuMemcpyAtoA_v2, AA) X(cuMemcpyAtoA, cuMemcpyAtoA_v2_ptds, AA)                 \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2, SET2D8) X(cuMemsetD2D8, cuMemsetD2D8_v2_ptds, SET2D8)         \
+  X(cuMemsetD2D16, cuMemsetD2D16_v2, SET2D16) X(cuMemsetD2D16, cuMemsetD2D16_v2_ptds, SET2D16)   \
+  X(cuMemsetD2D32, cuMemsetD2D32_v2, SET2D32) X(cuMemsetD2D32, cuMemsetD2D32_v2_ptds, SET2D32)   \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async, SET2D8A)                                               \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz, SET2D8A)                                          \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async, SET2D16A)                                            \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz, SET2D16A)                                       \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async, SET2D32A)                                            \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz, SET2D32A)                                       \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync, PREFETCH)                                            \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, PREFETCH)                                       \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, PREFETCH2)                                        \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz, PREFETCH2)                                   \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync, SEMA)                      \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz, SEMA)                 \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync, SEMA)                          \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz, SEMA)
 
 /* written out below (cuGetProcAddress in driver.c) */
 #define OWN(X)                                                                                   \
   X(cuInit, cuInit) X(cuGetProcAddress, cuGetProcAddress)                                        \
   X(cuGetProcAddress, cuGetProcAddress_v2) X(cuMemGetInfo, cuMemGetInfo)                         \
-  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuMemAlloc, cuMemAlloc) X(cuMemAlloc, cuMemAlloc_v2)        \
+  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuDeviceTotalMem, cuDeviceTotalMem)                         \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2) X(cuMemAlloc, cuMemAlloc)                             \
+  X(cuMemAlloc, cuMemAlloc_v2)                                                                   \
   X(cuMemAllocPitch, cuMemAllocPitch) X(cuMemAllocPitch, cuMemAllocPitch_v2)                     \
   X(cuMemAllocManaged, cuMemAllocManaged) X(cuMemAllocAsync, cuMemAllocAsync)                    \
   X(cuMemAllocAsync, cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)   \
@@ -292,6 +429,23 @@ GS_EXPORT CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
   limited(&f, &t);
   *free_bytes = (unsigned)f;
   *total = (unsigned)t;
+  return rc;
+}
+
+/* The device's size is the pod's limit, as cuMemGetInfo's total (frameworks size their caches
+ * from either). No gate: cuInit already waited for the grant, and the call puts no work on the
+ * GPU. */
+GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  CUresult rc = REAL(cuDeviceTotalMem_v2, (bytes, dev));
+  uint64_t lim = gs_mem_limit();
+  if (rc == GS_CUDA_SUCCESS && bytes && lim && lim < (uint64_t)*bytes) *bytes = (size_t)lim;
+  return rc;
+}
+
+GS_EXPORT CUresult cuDeviceTotalMem(unsigned *bytes, CUdevice dev) {
+  CUresult rc = REAL(cuDeviceTotalMem, (bytes, dev));
+  uint64_t lim = gs_mem_limit();
+  if (rc == GS_CUDA_SUCCESS && bytes && lim && lim < (uint64_t)*bytes) *bytes = (unsigned)lim;
   return rc;
 }
 

@@ -87,6 +87,9 @@ void gs_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * null, -1 when the text is not valid JSON or the value has the wrong type. */
 int gs_json_string(const char *json, size_t len, const char *path, char *out, size_t n);
 int gs_json_long(const char *json, size_t len, const char *path, long long *out);
+/* An array of integers at `path`: how many it holds (up to max stored in out), 0 when absent or
+ * null, -1 when not JSON or not an array of integers. */
+int gs_json_longs(const char *json, size_t len, const char *path, long long *out, int max);
 
 /* ------------------------------------------------------------------ client.c */
 
@@ -166,6 +169,15 @@ void gs_limit_set(int core_limit, int enabled);
 void gs_limit_at_exit(void);
 /* In a forked child: no controller thread, no limit until its own grant. */
 void gs_limit_after_fork(void);
+/* The host PIDs of the pod's processes on its GPU, as the member's telemetry last saw them (data
+ * plane GET …/processes, asked at most once a second; never on a CUDA call's path), and the pod's
+ * SM percent of the whole GPU there (-1: not reported). How many PIDs (up to max stored), or -1
+ * when the member cannot say (an older member, no answer): the caller falls back to the pod's
+ * own PIDs, which are NVML's only where the pod shares the host's PID namespace. */
+int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent);
+/* The PIDs NVML names the pod's processes by: the member's list when it has one, else the pod's
+ * registered processes' own PIDs; their count (up to max stored). */
+int gs_pod_nvml_pids(unsigned *pids, int max);
 
 /* cuInit's entry: the first GPU use. Raises demand (share-pool) or finds the pinned GPU (static),
  * waits for the grant, then sets CUDA_VISIBLE_DEVICES to the granted GPU's UUID, all before the

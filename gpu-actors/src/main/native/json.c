@@ -202,3 +202,25 @@ int gs_json_long(const char *json, size_t len, const char *path, long long *out)
   *out = x;
   return 1;
 }
+
+int gs_json_longs(const char *json, size_t len, const char *path, long long *out, int max) {
+  const char *v;
+  if (find(json, len, path, &v) < 0) return -1;
+  if (v == NULL || *v == 'n') return 0;
+  if (*v != '[') return -1;
+  int n = 0;
+  const char *p = v + 1;
+  for (;;) {
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (*p == ']') return n;
+    char *stop;
+    long long x = strtoll(p, &stop, 10);
+    if (stop == p || *stop == '.' || *stop == 'e' || *stop == 'E') return -1;
+    if (n < max) out[n] = x;
+    n++;
+    p = stop;
+    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    if (*p == ',') p++;
+    else if (*p != ']') return -1;
+  }
+}

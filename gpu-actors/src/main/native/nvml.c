@@ -1,25 +1,35 @@
 /*
- * The NVML view (SPEC §7, §10): a process of a pod that holds a GPU sees that GPU alone, with its
- * real index and UUID, and its compute utilisation relative to the pod's core limit; a pod that
- * holds none sees no GPU. Memory figures stay absolute (they are the GPU's, not the share's).
+ * The NVML view (SPEC §7, §10): a process of a sharing pod sees one GPU, with its real index and
+ * UUID: the GPU granted to the pod while it holds one; before (Hibernation, Ready) the GPU it would
+ * get, that is a static pod's pinned GPU or else the node's first GPU, because frameworks (vLLM
+ * and others) decide "is there a GPU" from nvmlDeviceGetCount() > 0 before the CUDA call that
+ * raises the pod's demand. The GPU's memory is the share's (memory limit % x the GPU's), used what
+ * the pod's count says; its compute utilisation is the pod's own (the samples of its processes,
+ * by the host PIDs the member names, limiter.c) relative to the core limit, never the whole GPU's;
+ * process lists and per-process samples show the pod's processes only.
  *
- * The view is decided when the process initialises NVML, from the grant the CUDA side already
- * has or, in a process that made no CUDA call (nvidia-smi), from one look-up of the pod's state.
- * Until then, and in an inert library, every call passes straight through.
+ * The view is decided when the process initialises NVML, and again when the grant comes (a
+ * process that initialised NVML before its first CUDA call sees the granted GPU afterwards without
+ * initialising again); a process that makes no CUDA call (nvidia-smi) looks the pod up again at
+ * most every 2 s while it holds no grant. In an inert library every call passes straight through.
  *
  * Device handles are the real library's: NVML's handles are stable while it stays initialised,
- * so "is this the granted GPU" is a pointer comparison with the handle found at initialisation.
+ * so "is this the shown GPU" is a pointer comparison with the handle found when deciding.
  */
 #include "gpushare.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_LIBRARY_NOT_FOUND 12
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
+#define POD_PIDS 128
 
 /* nvml.h's layouts */
 typedef struct {
@@ -46,6 +56,27 @@ typedef struct {
   nvmlProcessUtilizationInfo_v1_t *procUtilArray;
 } nvmlProcessesUtilizationInfo_t;
 
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+} nvmlMemory_v2_t;
+
+/* nvmlProcessInfo_v1_t (the unversioned calls) and nvmlProcessInfo_t (_v2, _v3): pid first */
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_v2_t;
+
 /* ------------------------------------------------------------------ the real functions */
 
 enum {
@@ -54,6 +85,10 @@ enum {
   F_BY_INDEX, F_BY_INDEX_V2,
   F_BY_UUID, F_BY_PCI, F_BY_PCI_V2, F_BY_SERIAL,
   F_UTIL, F_PROC_UTIL, F_PROCS_UTIL_INFO,
+  F_MEM, F_MEM_V2,
+  F_COMPUTE, F_COMPUTE_V2, F_COMPUTE_V3,
+  F_GRAPHICS, F_GRAPHICS_V2, F_GRAPHICS_V3,
+  F_MPS, F_MPS_V2, F_MPS_V3,
   F_N
 };
 
@@ -72,6 +107,17 @@ static const char *const names[F_N] = {
   [F_UTIL] = "nvmlDeviceGetUtilizationRates",
   [F_PROC_UTIL] = "nvmlDeviceGetProcessUtilization",
   [F_PROCS_UTIL_INFO] = "nvmlDeviceGetProcessesUtilizationInfo",
+  [F_MEM] = "nvmlDeviceGetMemoryInfo",
+  [F_MEM_V2] = "nvmlDeviceGetMemoryInfo_v2",
+  [F_COMPUTE] = "nvmlDeviceGetComputeRunningProcesses",
+  [F_COMPUTE_V2] = "nvmlDeviceGetComputeRunningProcesses_v2",
+  [F_COMPUTE_V3] = "nvmlDeviceGetComputeRunningProcesses_v3",
+  [F_GRAPHICS] = "nvmlDeviceGetGraphicsRunningProcesses",
+  [F_GRAPHICS_V2] = "nvmlDeviceGetGraphicsRunningProcesses_v2",
+  [F_GRAPHICS_V3] = "nvmlDeviceGetGraphicsRunningProcesses_v3",
+  [F_MPS] = "nvmlDeviceGetMPSComputeRunningProcesses",
+  [F_MPS_V2] = "nvmlDeviceGetMPSComputeRunningProcesses_v2",
+  [F_MPS_V3] = "nvmlDeviceGetMPSComputeRunningProcesses_v3",
 };
 
 static void *_Atomic reals[F_N];
@@ -99,25 +145,60 @@ typedef nvmlReturn_t (*util_fn)(nvmlDevice_t, nvmlUtilization_t *);
 typedef nvmlReturn_t (*proc_util_fn)(nvmlDevice_t, nvmlProcessUtilizationSample_t *,
                                      unsigned int *, unsigned long long);
 typedef nvmlReturn_t (*procs_util_info_fn)(nvmlDevice_t, nvmlProcessesUtilizationInfo_t *);
+typedef nvmlReturn_t (*mem_fn)(nvmlDevice_t, nvmlMemory_t *);
+typedef nvmlReturn_t (*mem_v2_fn)(nvmlDevice_t, nvmlMemory_v2_t *);
+typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned int *, void *);
 
 /* ------------------------------------------------------------------ the view */
 
-enum { VIEW_ALL = 0, VIEW_GRANTED = 1, VIEW_NONE = 2 };
+enum { VIEW_ALL = 0, VIEW_ONE = 1, VIEW_NONE = 2 };
 
-/* Written under view_lock at initialisation, handle and limit before the mode (release), so that
- * a reader that loads the mode (acquire) sees the handle and limit that go with it. */
+/* Written under view_lock when deciding, handle and limits before the mode (release), so that a
+ * reader that loads the mode (acquire) sees the handle and limits that go with it. */
 static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int view_mode = VIEW_ALL;
 static nvmlDevice_t _Atomic view_handle;
 static _Atomic int view_core_limit = 100;
+static _Atomic int view_memory_limit = 100;
+static _Atomic int view_granted;  /* the view is the grant's (not the GPU the pod would get) */
+static _Atomic int view_decided;  /* NVML was initialised and the view decided once */
+static _Atomic long view_looked_ms; /* when a process without a grant last looked the pod up */
 /* The real nvmlInit may enter the real nvmlInit_v2 through our export: decide once, outermost. */
 static _Thread_local int init_depth;
 
 static int mode(void) { return atomic_load_explicit(&view_mode, memory_order_acquire); }
 
-static int is_granted(nvmlDevice_t d) {
-  return d != NULL && mode() == VIEW_GRANTED && d == atomic_load_explicit(&view_handle,
-                                                                          memory_order_relaxed);
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+static void decide(void);
+
+/* A thread of the parent may hold view_lock at a fork (deciding: a request to the data plane):
+ * the child's copy would stay locked for ever. */
+static void view_after_fork(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  view_lock = fresh;
+}
+
+__attribute__((constructor)) static void view_at_fork(void) {
+  pthread_atfork(NULL, NULL, view_after_fork);
+}
+
+/* The view follows the grant: decided again once this process's grant is known, and, in a process
+ * that has none, at most every 2 s (it may come while an NVML-only tool runs). */
+static void follow(void) {
+  if (!atomic_load_explicit(&view_decided, memory_order_acquire)) return;
+  if (atomic_load(&view_granted)) return;
+  if (gs_grant_known() || now_ms() - atomic_load(&view_looked_ms) >= 2000) decide();
+}
+
+static int is_shown(nvmlDevice_t d) {
+  follow();
+  return d != NULL && mode() == VIEW_ONE &&
+         d == atomic_load_explicit(&view_handle, memory_order_relaxed);
 }
 
 static unsigned int relative(unsigned int absolute) {
@@ -127,38 +208,94 @@ static unsigned int relative(unsigned int absolute) {
   return v > 100 ? 100 : (unsigned int) v;
 }
 
-static void set_view(int m, nvmlDevice_t handle, int core_limit) {
+/* The share of `total` the memory limit gives, as state.c computes the pod's limit. */
+static unsigned long long share_of(unsigned long long total) {
+  unsigned long long pct = (unsigned long long) atomic_load(&view_memory_limit);
+  return total / 100 * pct + total % 100 * pct / 100;
+}
+
+static void set_view(int m, nvmlDevice_t handle, int core_limit, int memory_limit, int granted) {
   atomic_store_explicit(&view_handle, handle, memory_order_relaxed);
   atomic_store_explicit(&view_core_limit, core_limit, memory_order_relaxed);
+  atomic_store_explicit(&view_memory_limit, memory_limit, memory_order_relaxed);
+  atomic_store(&view_granted, granted);
   atomic_store_explicit(&view_mode, m, memory_order_release);
+}
+
+static int percent(long long v) { return v >= 1 && v < 100 ? (int) v : 100; }
+
+/* Before a grant: the pod's view from the data plane. Shows the GPU a static pod is pinned to, or
+ * else the node's first GPU as the real NVML counts them, with the pod's limits; -1 for a pod
+ * that shares no GPU (the library is as inert), 0 when shown (or none to show). */
+static int decide_before_grant(void) {
+  char path[600], err[200], policy[32] = "", uuid[96] = "";
+  long long core = 100, memory = 100;
+  if (gs_cfg.error[0]) { /* said by the CUDA side: no look-up with a setting that is wrong */
+    set_view(VIEW_NONE, NULL, 100, 100, 0);
+    return 0;
+  }
+  gs_pod_path(path, sizeof path, "");
+  struct gs_response r;
+  if (gs_http("GET", path, 10000, &r, err, sizeof err) != 0) {
+    gs_debug("NVML view: the pod's view: %s", err);
+    set_view(VIEW_NONE, NULL, 100, 100, 0);
+    return 0;
+  }
+  int ok = r.status == 200 && gs_json_string(r.body, r.len, "policy", policy, sizeof policy) == 1;
+  if (ok) {
+    gs_json_long(r.body, r.len, "limits.core", &core);
+    gs_json_long(r.body, r.len, "limits.memory", &memory);
+    gs_json_string(r.body, r.len, "gpu.uuid", uuid, sizeof uuid);
+  }
+  free(r.body);
+  if (!ok) {
+    set_view(VIEW_NONE, NULL, 100, 100, 0);
+    return 0;
+  }
+  if (strcmp(policy, "share-pool") != 0 && strcmp(policy, "static") != 0) return -1;
+  nvmlDevice_t h = NULL;
+  nvmlReturn_t rc;
+  if (uuid[0]) {
+    by_key_fn by_uuid = (by_key_fn) real(F_BY_UUID);
+    rc = by_uuid ? by_uuid(uuid, &h) : absent();
+  } else {
+    by_index_fn first = (by_index_fn) real(F_BY_INDEX_V2);
+    if (!first) first = (by_index_fn) real(F_BY_INDEX);
+    rc = first ? first(0, &h) : absent();
+  }
+  if (rc == GS_NVML_SUCCESS && h != NULL) set_view(VIEW_ONE, h, percent(core), percent(memory), 0);
+  else set_view(VIEW_NONE, NULL, 100, 100, 0);
+  return 0;
 }
 
 static void decide(void) {
   pthread_mutex_lock(&view_lock);
+  atomic_store(&view_looked_ms, now_ms());
   int holds = gs_grant_known() ? 1 : gs_grant_lookup();
   if (holds < 0) {
-    set_view(VIEW_ALL, NULL, 100);
+    set_view(VIEW_ALL, NULL, 100, 100, 0);
   } else if (holds == 0) {
-    set_view(VIEW_NONE, NULL, 100);
+    if (decide_before_grant() < 0) set_view(VIEW_ALL, NULL, 100, 100, 0);
   } else {
     const struct gs_grant *g = gs_grant_get();
     by_key_fn by_uuid = (by_key_fn) real(F_BY_UUID);
     nvmlDevice_t h = NULL;
     nvmlReturn_t rc = by_uuid ? by_uuid(g->uuid, &h) : absent();
-    int limit = g->core_limit >= 1 && g->core_limit < 100 ? g->core_limit : 100;
     if (rc == GS_NVML_SUCCESS && h != NULL) {
-      set_view(VIEW_GRANTED, h, limit);
+      set_view(VIEW_ONE, h, percent(g->core_limit), percent(g->memory_limit), 1);
     } else {
       gs_say("NVML does not know the GPU granted to this pod (%s, index %d; NVML error %d), so "
              "NVML shows this process no GPU; the container must see the node's GPUs "
              "(NVIDIA_VISIBLE_DEVICES)",
              g->uuid, g->index, rc);
-      set_view(VIEW_NONE, NULL, 100);
+      set_view(VIEW_NONE, NULL, 100, 100, 1);
     }
   }
+  atomic_store_explicit(&view_decided, 1, memory_order_release);
   int m = mode();
-  gs_debug("NVML view: %s", m == VIEW_GRANTED ? "the granted GPU" : m == VIEW_NONE ? "no GPU"
-                                                                                   : "every GPU");
+  gs_debug("NVML view: %s", m == VIEW_ONE ? (atomic_load(&view_granted) ? "the granted GPU"
+                                                                         : "the GPU it would get")
+                            : m == VIEW_NONE ? "no GPU" : "every GPU");
   pthread_mutex_unlock(&view_lock);
 }
 
@@ -184,9 +321,10 @@ static nvmlReturn_t count(int f, unsigned int *n) {
   count_fn c = (count_fn) real(f);
   if (c == NULL) return absent();
   nvmlReturn_t rc = c(n);
+  follow();
   int m = mode();
   if (rc != GS_NVML_SUCCESS || m == VIEW_ALL) return rc;
-  *n = m == VIEW_GRANTED ? 1 : 0;
+  *n = m == VIEW_ONE ? 1 : 0;
   return GS_NVML_SUCCESS;
 }
 
@@ -194,6 +332,7 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *n) { return count(F_COUN
 GS_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { return count(F_COUNT_V2, n); }
 
 static nvmlReturn_t by_index(int f, int count_f, unsigned int index, nvmlDevice_t *device) {
+  follow();
   int m = mode();
   if (m == VIEW_ALL) {
     by_index_fn b = (by_index_fn) real(f);
@@ -219,11 +358,12 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDev
 static nvmlReturn_t by_key(int f, const char *key, nvmlDevice_t *device) {
   by_key_fn b = (by_key_fn) real(f);
   if (b == NULL) return absent();
+  follow();
   if (mode() == VIEW_ALL || device == NULL) return b(key, device);
   nvmlDevice_t h = NULL;
   nvmlReturn_t rc = b(key, &h);
   if (rc != GS_NVML_SUCCESS) return rc;
-  if (!is_granted(h)) return GS_NVML_ERROR_NOT_FOUND;
+  if (!is_shown(h)) return GS_NVML_ERROR_NOT_FOUND;
   *device = h;
   return GS_NVML_SUCCESS;
 }
@@ -241,14 +381,71 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevic
   return by_key(F_BY_SERIAL, serial, device);
 }
 
-/* Compute utilisation over the pod's limit (SPEC §7); the memory controller's stays absolute. */
+/* ------------------------------------------------------------------ the pod's use */
+
+/* The pod's processes as NVML names them (limiter.c: the member's host PIDs, else its own). */
+struct pod_pids {
+  int n;
+  unsigned pid[POD_PIDS];
+};
+
+static void pod_pids(struct pod_pids *p) { p->n = gs_pod_nvml_pids(p->pid, POD_PIDS); }
+
+static int of_pod(const struct pod_pids *p, unsigned pid) {
+  for (int i = 0; i < p->n; i++)
+    if (p->pid[i] == pid && pid != 0) return 1;
+  return 0;
+}
+
+/* The pod's SM percent of the whole GPU: its processes' newest samples added up; where NVML does
+ * not give per-process samples, the member's figure; rc is the per-process query's error when
+ * neither can say. */
+static nvmlReturn_t pod_use(nvmlDevice_t device, unsigned int *percent_out) {
+  proc_util_fn p = (proc_util_fn) real(F_PROC_UTIL);
+  nvmlProcessUtilizationSample_t samples[256];
+  unsigned int n = sizeof samples / sizeof samples[0];
+  nvmlReturn_t rc = p ? p(device, samples, &n, 0) : absent();
+  if (rc == GS_NVML_ERROR_NOT_FOUND) {
+    *percent_out = 0; /* nothing sampled: nothing ran */
+    return GS_NVML_SUCCESS;
+  }
+  if (rc != GS_NVML_SUCCESS) {
+    unsigned none[1];
+    int sm = -1;
+    gs_pod_host_pids(none, 0, &sm);
+    if (sm < 0) return rc;
+    *percent_out = (unsigned int) sm;
+    return GS_NVML_SUCCESS;
+  }
+  struct pod_pids pod;
+  pod_pids(&pod);
+  unsigned long long newest[POD_PIDS] = {0};
+  unsigned int sm[POD_PIDS] = {0};
+  for (unsigned int i = 0; i < n; i++) {
+    for (int k = 0; k < pod.n; k++) {
+      if (samples[i].pid != pod.pid[k] || samples[i].timeStamp < newest[k]) continue;
+      newest[k] = samples[i].timeStamp;
+      sm[k] = samples[i].smUtil;
+    }
+  }
+  unsigned int sum = 0;
+  for (int k = 0; k < pod.n; k++) sum += sm[k];
+  *percent_out = sum > 100 ? 100 : sum;
+  return GS_NVML_SUCCESS;
+}
+
+/* Compute utilisation: the pod's own, over its core limit (SPEC §7); the memory controller's
+ * stays the GPU's (NVML does not give it per process). */
 GS_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
                                                      nvmlUtilization_t *utilization) {
   util_fn u = (util_fn) real(F_UTIL);
   if (u == NULL) return absent();
   nvmlReturn_t rc = u(device, utilization);
-  if (rc == GS_NVML_SUCCESS && utilization != NULL && is_granted(device))
-    utilization->gpu = relative(utilization->gpu);
+  if (rc == GS_NVML_SUCCESS && utilization != NULL && is_shown(device)) {
+    unsigned int own = 0;
+    rc = pod_use(device, &own);
+    if (rc == GS_NVML_SUCCESS) utilization->gpu = relative(own);
+  }
   return rc;
 }
 
@@ -259,9 +456,17 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
   proc_util_fn p = (proc_util_fn) real(F_PROC_UTIL);
   if (p == NULL) return absent();
   nvmlReturn_t rc = p(device, samples, n, lastSeen);
-  if (rc == GS_NVML_SUCCESS && samples != NULL && n != NULL && is_granted(device))
-    for (unsigned int i = 0; i < *n; i++) samples[i].smUtil = relative(samples[i].smUtil);
-  return rc;
+  if (rc != GS_NVML_SUCCESS || samples == NULL || n == NULL || !is_shown(device)) return rc;
+  struct pod_pids pod;
+  pod_pids(&pod);
+  unsigned int kept = 0;
+  for (unsigned int i = 0; i < *n; i++) {
+    if (!of_pod(&pod, samples[i].pid)) continue;
+    samples[kept] = samples[i];
+    samples[kept++].smUtil = relative(samples[i].smUtil);
+  }
+  *n = kept;
+  return kept ? GS_NVML_SUCCESS : GS_NVML_ERROR_NOT_FOUND; /* as NVML: no sample of interest */
 }
 
 GS_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(
@@ -269,11 +474,86 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(
   procs_util_info_fn p = (procs_util_info_fn) real(F_PROCS_UTIL_INFO);
   if (p == NULL) return absent();
   nvmlReturn_t rc = p(device, info);
-  if (rc == GS_NVML_SUCCESS && info != NULL && info->procUtilArray != NULL && is_granted(device))
-    for (unsigned int i = 0; i < info->processSamplesCount; i++)
-      info->procUtilArray[i].smUtil = relative(info->procUtilArray[i].smUtil);
+  if (rc != GS_NVML_SUCCESS || info == NULL || info->procUtilArray == NULL || !is_shown(device))
+    return rc;
+  struct pod_pids pod;
+  pod_pids(&pod);
+  unsigned int kept = 0;
+  for (unsigned int i = 0; i < info->processSamplesCount; i++) {
+    if (!of_pod(&pod, info->procUtilArray[i].pid)) continue;
+    info->procUtilArray[kept] = info->procUtilArray[i];
+    info->procUtilArray[kept++].smUtil = relative(info->procUtilArray[i].smUtil);
+  }
+  info->processSamplesCount = kept;
   return rc;
 }
+
+/* The shown GPU's memory is the share's: its total the limit, used what the pod's count says
+ * (memory.c; 0 in a process that keeps none), free the rest. */
+static void share_memory(unsigned long long *total, unsigned long long *free_bytes,
+                         unsigned long long *used) {
+  unsigned long long t = share_of(*total), u = gs_mem_used();
+  if (u > t) u = t;
+  *total = t;
+  *used = u;
+  *free_bytes = t - u;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+  mem_fn m = (mem_fn) real(F_MEM);
+  if (m == NULL) return absent();
+  nvmlReturn_t rc = m(device, memory);
+  if (rc == GS_NVML_SUCCESS && memory != NULL && is_shown(device))
+    share_memory(&memory->total, &memory->free, &memory->used);
+  return rc;
+}
+
+GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+  mem_v2_fn m = (mem_v2_fn) real(F_MEM_V2);
+  if (m == NULL) return absent();
+  nvmlReturn_t rc = m(device, memory);
+  if (rc == GS_NVML_SUCCESS && memory != NULL && is_shown(device)) {
+    share_memory(&memory->total, &memory->free, &memory->used);
+    memory->reserved = 0;
+  }
+  return rc;
+}
+
+/* The process lists of the shown GPU: the pod's processes only, moved to the front. */
+static nvmlReturn_t processes(int f, size_t size, nvmlDevice_t device, unsigned int *n,
+                              void *infos) {
+  procs_fn p = (procs_fn) real(f);
+  if (p == NULL) return absent();
+  nvmlReturn_t rc = p(device, n, infos);
+  if (rc != GS_NVML_SUCCESS || n == NULL || infos == NULL || !is_shown(device)) return rc;
+  struct pod_pids pod;
+  pod_pids(&pod);
+  unsigned int kept = 0;
+  for (unsigned int i = 0; i < *n; i++) {
+    char *from = (char *) infos + (size_t) i * size;
+    unsigned int pid;
+    memcpy(&pid, from, sizeof pid);
+    if (!of_pod(&pod, pid)) continue;
+    if (kept != i) memmove((char *) infos + (size_t) kept * size, from, size);
+    kept++;
+  }
+  *n = kept;
+  return rc;
+}
+
+#define PROCESSES(name, f, type)                                                              \
+  GS_EXPORT nvmlReturn_t name(nvmlDevice_t device, unsigned int *n, type *infos) {           \
+    return processes(f, sizeof(type), device, n, infos);                                      \
+  }
+PROCESSES(nvmlDeviceGetComputeRunningProcesses, F_COMPUTE, nvmlProcessInfo_v1_t)
+PROCESSES(nvmlDeviceGetComputeRunningProcesses_v2, F_COMPUTE_V2, nvmlProcessInfo_v2_t)
+PROCESSES(nvmlDeviceGetComputeRunningProcesses_v3, F_COMPUTE_V3, nvmlProcessInfo_v2_t)
+PROCESSES(nvmlDeviceGetGraphicsRunningProcesses, F_GRAPHICS, nvmlProcessInfo_v1_t)
+PROCESSES(nvmlDeviceGetGraphicsRunningProcesses_v2, F_GRAPHICS_V2, nvmlProcessInfo_v2_t)
+PROCESSES(nvmlDeviceGetGraphicsRunningProcesses_v3, F_GRAPHICS_V3, nvmlProcessInfo_v2_t)
+PROCESSES(nvmlDeviceGetMPSComputeRunningProcesses, F_MPS, nvmlProcessInfo_v1_t)
+PROCESSES(nvmlDeviceGetMPSComputeRunningProcesses_v2, F_MPS_V2, nvmlProcessInfo_v2_t)
+PROCESSES(nvmlDeviceGetMPSComputeRunningProcesses_v3, F_MPS_V3, nvmlProcessInfo_v2_t)
 
 /* ------------------------------------------------------------------ look-ups by name
  * (dlsym on the libnvidia-ml handle: nvidia-smi and most tools dlopen NVML). A function the real
@@ -294,6 +574,17 @@ static void *const wrappers[F_N] = {
   [F_UTIL] = (void *) nvmlDeviceGetUtilizationRates,
   [F_PROC_UTIL] = (void *) nvmlDeviceGetProcessUtilization,
   [F_PROCS_UTIL_INFO] = (void *) nvmlDeviceGetProcessesUtilizationInfo,
+  [F_MEM] = (void *) nvmlDeviceGetMemoryInfo,
+  [F_MEM_V2] = (void *) nvmlDeviceGetMemoryInfo_v2,
+  [F_COMPUTE] = (void *) nvmlDeviceGetComputeRunningProcesses,
+  [F_COMPUTE_V2] = (void *) nvmlDeviceGetComputeRunningProcesses_v2,
+  [F_COMPUTE_V3] = (void *) nvmlDeviceGetComputeRunningProcesses_v3,
+  [F_GRAPHICS] = (void *) nvmlDeviceGetGraphicsRunningProcesses,
+  [F_GRAPHICS_V2] = (void *) nvmlDeviceGetGraphicsRunningProcesses_v2,
+  [F_GRAPHICS_V3] = (void *) nvmlDeviceGetGraphicsRunningProcesses_v3,
+  [F_MPS] = (void *) nvmlDeviceGetMPSComputeRunningProcesses,
+  [F_MPS_V2] = (void *) nvmlDeviceGetMPSComputeRunningProcesses_v2,
+  [F_MPS_V3] = (void *) nvmlDeviceGetMPSComputeRunningProcesses_v3,
 };
 
 void *gs_nvml_wrapper(const char *name) {
@@ -301,10 +592,4 @@ void *gs_nvml_wrapper(const char *name) {
   for (int f = 0; f < F_N; f++)
     if (strcmp(name, names[f]) == 0) return real(f) ? wrappers[f] : NULL;
   return NULL;
-}
-
-/* After fork the child makes view_lock anew: a thread of the parent may have held it. */
-static void nvml_after_fork_child(void) { pthread_mutex_init(&view_lock, NULL); }
-__attribute__((constructor)) static void nvml_fork_safe(void) {
-  pthread_atfork(NULL, NULL, nvml_after_fork_child);
 }

@@ -6,6 +6,7 @@
  *   gcc -std=c17 -O2 -Wall -Wextra -D_GNU_SOURCE -o busy busy.c -L<dir of libcuda.so.1> \
  *       -l:libcuda.so.1
  *   [LD_PRELOAD=libgpushare.so] ./busy [--seconds S] [--pattern on:MS,off:MS,...] [--report-ms N]
+ *                                      [--graph K] [--memory]
  *
  *   --seconds S     how long it launches (default 1; a fraction is fine)
  *   --pattern P     phases of MS milliseconds, repeated until the end: on launches one kernel after
@@ -14,6 +15,12 @@
  *   --report-ms N   every N ms a line "<t_ms> <launches>" on stdout: the milliseconds since the
  *                   start (after cuInit and the context) and the launches of that interval
  *                   (default 0: none)
+ *   --graph K       launches a CUDA graph of K kernel nodes (cuGraphCreate, K x
+ *                   cuGraphAddKernelNode, cuGraphInstantiateWithFlags, then cuGraphLaunch each
+ *                   time) instead of single kernels, as vLLM's decode and torch.compile do; a
+ *                   launch is the graph's (default 0: single kernels)
+ *   --memory        once the context is current, prints "memory total=<T> info=<F> <T2>": the
+ *                   device's size (cuDeviceTotalMem_v2) and cuMemGetInfo_v2's free and total
  *
  * It calls cuInit(0), cuDeviceGet(0), cuDevicePrimaryCtxRetain and cuCtxSetCurrent (device 0,
  * what CUDA_VISIBLE_DEVICES leaves), then launches with a NULL function handle (the fake takes it,
@@ -29,7 +36,7 @@
 
 typedef int CUresult;
 typedef int CUdevice;
-typedef void *CUcontext, *CUstream, *CUfunction;
+typedef void *CUcontext, *CUstream, *CUfunction, *CUgraph, *CUgraphExec, *CUgraphNode;
 
 CUresult cuInit(unsigned);
 CUresult cuDeviceGet(CUdevice *, int);
@@ -38,12 +45,21 @@ CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
 CUresult cuCtxSynchronize(void);
+CUresult cuDeviceTotalMem_v2(size_t *, CUdevice);
+CUresult cuMemGetInfo_v2(size_t *, size_t *);
+CUresult cuGraphCreate(CUgraph *, unsigned);
+CUresult cuGraphAddKernelNode(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, const void *);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long);
+CUresult cuGraphLaunch(CUgraphExec, CUstream);
+CUresult cuGraphDestroy(CUgraph);
+CUresult cuGraphExecDestroy(CUgraphExec);
 
 #define MAX_PHASES 64
 
 static int usage(const char *why) {
   fprintf(stderr,
-          "busy: %s\nusage: busy [--seconds S] [--pattern on:MS,off:MS,...] [--report-ms N]\n",
+          "busy: %s\nusage: busy [--seconds S] [--pattern on:MS,off:MS,...] [--report-ms N] "
+          "[--graph K] [--memory]\n",
           why);
   return 2;
 }
@@ -89,10 +105,16 @@ static int parse_pattern(const char *p, long long *ms, int *on) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   double seconds = 1;
+  long graph_kernels = 0;
+  int memory = 0;
   long long report_ms = 0, phase_ms[MAX_PHASES] = {0};
   int phase_on[MAX_PHASES] = {1}, phases = 0;
   for (int i = 1; i < argc; i++) {
-    if (i + 1 >= argc) return usage("each option takes a value");
+    if (strcmp(argv[i], "--memory") == 0) {
+      memory = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return usage("each option but --memory takes a value");
     char *end;
     if (strcmp(argv[i], "--seconds") == 0) {
       seconds = strtod(argv[++i], &end);
@@ -100,6 +122,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--report-ms") == 0) {
       report_ms = strtoll(argv[++i], &end, 10);
       if (*end || report_ms < 0) return usage("--report-ms takes a number of milliseconds");
+    } else if (strcmp(argv[i], "--graph") == 0) {
+      graph_kernels = strtol(argv[++i], &end, 10);
+      if (*end || graph_kernels < 1) return usage("--graph takes a number of kernels > 0");
     } else if (strcmp(argv[i], "--pattern") == 0) {
       phases = parse_pattern(argv[++i], phase_ms, phase_on);
       long long cycle = 0;
@@ -117,6 +142,26 @@ int main(int argc, char **argv) {
   if ((rc = cuDeviceGet(&dev, 0))) return failed("cuDeviceGet", rc);
   if ((rc = cuDevicePrimaryCtxRetain(&ctx, dev))) return failed("cuDevicePrimaryCtxRetain", rc);
   if ((rc = cuCtxSetCurrent(ctx))) return failed("cuCtxSetCurrent", rc);
+  if (memory) {
+    size_t total = 0, info_free = 0, info_total = 0;
+    if ((rc = cuDeviceTotalMem_v2(&total, dev))) return failed("cuDeviceTotalMem_v2", rc);
+    if ((rc = cuMemGetInfo_v2(&info_free, &info_total))) return failed("cuMemGetInfo_v2", rc);
+    printf("memory total=%zu info=%zu %zu\n", total, info_free, info_total);
+  }
+  CUgraphExec exec = NULL;
+  if (graph_kernels) {
+    CUgraph graph = NULL;
+    CUgraphNode node = NULL, before = NULL;
+    if ((rc = cuGraphCreate(&graph, 0))) return failed("cuGraphCreate", rc);
+    for (long k = 0; k < graph_kernels; k++, before = node) {
+      /* each after the one before, as a captured decode step's kernels are */
+      if ((rc = cuGraphAddKernelNode(&node, graph, k ? &before : NULL, k ? 1 : 0, NULL)))
+        return failed("cuGraphAddKernelNode", rc);
+    }
+    if ((rc = cuGraphInstantiateWithFlags(&exec, graph, 0)))
+      return failed("cuGraphInstantiateWithFlags", rc);
+    if ((rc = cuGraphDestroy(graph))) return failed("cuGraphDestroy", rc);
+  }
 
   long long cycle_ns = 0;
   for (int k = 0; k < phases; k++) cycle_ns += phase_ms[k] * 1000000LL;
@@ -144,8 +189,9 @@ int main(int argc, char **argv) {
       }
     }
     if (on) {
-      rc = cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
-      if (rc) return failed("cuLaunchKernel", rc);
+      rc = exec ? cuGraphLaunch(exec, NULL)
+                : cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+      if (rc) return failed(exec ? "cuGraphLaunch" : "cuLaunchKernel", rc);
       total++, interval++;
     } else {
       long long until = phase_end < stop ? phase_end : stop;
@@ -159,6 +205,7 @@ int main(int argc, char **argv) {
     next_report += report_ns;
   }
   if ((rc = cuCtxSynchronize())) return failed("cuCtxSynchronize", rc);
+  if (exec && (rc = cuGraphExecDestroy(exec))) return failed("cuGraphExecDestroy", rc);
   printf("done launches=%llu\n", total);
   return 0;
 }

@@ -1,20 +1,24 @@
 /*
  * What a process in the pod sees of NVML, as nvidia-smi -L plus utilisation would show it: the
  * device count, then for each device its real index, UUID, utilisation, the first process
- * sample's SM utilisation and the total memory.
+ * sample's SM utilisation, the total memory and how many compute processes it lists.
  *
  *   gcc -std=c17 -O2 -Wall -Wextra -o nvml_view nvml_view.c -L<dir of libnvidia-ml.so.1> \
  *       -l:libnvidia-ml.so.1 -ldl
- *   LD_PRELOAD=libgpushare.so ./nvml_view [--link] [uuid=GPU-...] [pci=00000000:11:00.0]
+ *   LD_PRELOAD=libgpushare.so ./nvml_view [--link] [--then-cuinit] [uuid=GPU-...]
+ *                                         [pci=00000000:11:00.0]
  *
  * By default every function comes from dlsym on dlopen("libnvidia-ml.so.1"), as nvidia-smi and
  * most tools reach NVML (the path through the library's dlsym); --link calls the linked symbols
  * instead (the path through the library's exports). Each uuid=/pci= argument is looked up
- * afterwards and printed with the answer's code.
+ * afterwards and printed with the answer's code. --then-cuinit then calls cuInit(0) (dlsym on
+ * dlopen("libcuda.so.1"), as the CUDA runtime does: the pod's demand and grant), prints
+ * "cuInit <rc>" and shows the devices again, NVML still initialised once: what a framework that
+ * asks NVML before its first CUDA call sees afterwards.
  *
  * Output, one line each:
  *   count 1
- *   gpu index=1 uuid=GPU-... util=84 mem=17 procutil=84 memtotal=102625181696
+ *   gpu index=1 uuid=GPU-... util=84 mem=17 procutil=84 memtotal=102625181696 procs=1
  *   past index=1 rc=2
  *   lookup uuid=GPU-... rc=0 index=1
  * A failing call prints err<code> in place of its value; exit status 1 when nvmlInit_v2 or the
@@ -45,6 +49,13 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t *s,
                                              unsigned int *n, unsigned long long lastSeen);
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m);
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *n,
+                                                     nvmlProcessInfo_t *infos);
 
 static struct {
   nvmlReturn_t (*init)(void);
@@ -58,6 +69,7 @@ static struct {
   nvmlReturn_t (*proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
                             unsigned long long);
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+  nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
 } nvml;
 
 static void link_directly(void) {
@@ -71,6 +83,7 @@ static void link_directly(void) {
   nvml.util = nvmlDeviceGetUtilizationRates;
   nvml.proc_util = nvmlDeviceGetProcessUtilization;
   nvml.memory = nvmlDeviceGetMemoryInfo;
+  nvml.procs = nvmlDeviceGetComputeRunningProcesses_v2;
 }
 
 static int look_up(void *lib, const char *name, void *slot) {
@@ -97,7 +110,8 @@ static int open_library(void) {
          | look_up(lib, "nvmlDeviceGetUUID", &nvml.uuid)
          | look_up(lib, "nvmlDeviceGetUtilizationRates", &nvml.util)
          | look_up(lib, "nvmlDeviceGetProcessUtilization", &nvml.proc_util)
-         | look_up(lib, "nvmlDeviceGetMemoryInfo", &nvml.memory);
+         | look_up(lib, "nvmlDeviceGetMemoryInfo", &nvml.memory)
+         | look_up(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &nvml.procs);
 }
 
 static void show(nvmlDevice_t d) {
@@ -119,6 +133,9 @@ static void show(nvmlDevice_t d) {
   else if (n == 0) printf(" procutil=none");
   else printf(" procutil=%u", samples[0].smUtil);
   if ((rc = nvml.memory(d, &m))) printf(" memtotal=err%d", rc); else printf(" memtotal=%llu", m.total);
+  nvmlProcessInfo_t infos[64];
+  unsigned int count = 64;
+  if ((rc = nvml.procs(d, &count, infos))) printf(" procs=err%d", rc); else printf(" procs=%u", count);
   printf("\n");
 }
 
@@ -137,16 +154,9 @@ static void look_up_device(const char *arg) {
   printf("\n");
 }
 
-int main(int argc, char **argv) {
-  int linked = argc > 1 && strcmp(argv[1], "--link") == 0;
-  if (linked) link_directly();
-  else if (open_library()) return 1;
-
-  nvmlReturn_t rc = nvml.init();
-  if (rc) {
-    printf("init err%d\n", rc);
-    return 1;
-  }
+/* The count and each device; 1 when the count fails. */
+static int list(void) {
+  nvmlReturn_t rc;
   unsigned int count = 0;
   if ((rc = nvml.count(&count))) {
     printf("count err%d\n", rc);
@@ -160,6 +170,40 @@ int main(int argc, char **argv) {
   }
   nvmlDevice_t past = NULL;
   printf("past index=%u rc=%d\n", count, nvml.by_index(count, &past));
-  for (int a = 1 + linked; a < argc; a++) look_up_device(argv[a]);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int linked = 0, then_cuinit = 0, first = 1;
+  for (; first < argc && strncmp(argv[first], "--", 2) == 0; first++) {
+    if (strcmp(argv[first], "--link") == 0) linked = 1;
+    else if (strcmp(argv[first], "--then-cuinit") == 0) then_cuinit = 1;
+    else {
+      fprintf(stderr, "nvml_view: unknown option %s\n", argv[first]);
+      return 2;
+    }
+  }
+  if (linked) link_directly();
+  else if (open_library()) return 1;
+
+  nvmlReturn_t rc = nvml.init();
+  if (rc) {
+    printf("init err%d\n", rc);
+    return 1;
+  }
+  if (list()) return 1;
+  if (then_cuinit) {
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+    void *p = cuda ? dlsym(cuda, "cuInit") : NULL;
+    int (*cu_init)(unsigned) = NULL;
+    if (p == NULL) {
+      printf("cuInit missing\n");
+      return 1;
+    }
+    memcpy(&cu_init, &p, sizeof p);
+    printf("cuInit %d\n", cu_init(0));
+    if (list()) return 1;
+  }
+  for (int a = first; a < argc; a++) look_up_device(argv[a]);
   return 0;
 }

@@ -4,7 +4,8 @@
  *
  *   pod_side_bench calls N   cuInit (timed: the first GPU use, which with the library is the
  *                            pod's demand and the wait for its grant), then N cuLaunchKernel
- *                            calls timed together
+ *                            calls timed together, then N cuGraphLaunch calls of a graph of one
+ *                            kernel node timed together (CUDA graphs go through the same gate)
  *   pod_side_bench http HOST PORT PATH TOKEN_FILE K
  *                            K plain HTTP/1.1 GETs of PATH, one connection each, as the
  *                            library's client makes its requests; no CUDA call at all
@@ -29,6 +30,9 @@ typedef int CUresult;
 typedef int CUdevice;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 
 CUresult cuInit(unsigned int flags);
 CUresult cuDeviceGet(CUdevice *device, int ordinal);
@@ -36,6 +40,14 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void **kernelParams, void **extra);
+
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+                              size_t n, const void *params);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
 
 static long long now_ns(void) {
   struct timespec t;
@@ -91,6 +103,23 @@ static int calls(long n) {
   for (long i = 0; i < n; i++) rc = cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
   long long t3 = now_ns();
   printf("launch_rc=%d\ncalls=%ld\nns_per_call=%.2f\n", rc, n, (double)(t3 - t2) / (double)n);
+  CUgraph graph = NULL;
+  CUgraphNode node = NULL;
+  CUgraphExec exec = NULL;
+  rc = cuGraphCreate(&graph, 0);
+  if (!rc) rc = cuGraphAddKernelNode(&node, graph, NULL, 0, NULL);
+  if (!rc) rc = cuGraphInstantiateWithFlags(&exec, graph, 0);
+  if (rc) {
+    printf("graph_rc=%d\n", rc);
+    return 0;
+  }
+  for (long i = 0; i < 10000; i++) rc = cuGraphLaunch(exec, NULL);
+  long long t4 = now_ns();
+  for (long i = 0; i < n; i++) rc = cuGraphLaunch(exec, NULL);
+  long long t5 = now_ns();
+  printf("graph_rc=%d\ngraph_ns_per_call=%.2f\n", rc, (double)(t5 - t4) / (double)n);
+  cuGraphExecDestroy(exec);
+  cuGraphDestroy(graph);
   return 0;
 }
 

@@ -5,6 +5,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.gpu.GpuSample;
+import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
 
@@ -57,24 +58,32 @@ public final class Changes {
   /**
    * One Running pod's use of its GPU (SPEC §7): memory used and its limit in MiB, SM utilisation of
    * the whole GPU and relative to the core limit (null: not reported), processes (-1: the driver
-   * lists none).
+   * lists none), and the host PIDs of those processes (what the pod's library matches NVML's
+   * samples against, data plane {@code GET …/processes}).
    */
   public record PodUsageReport(
       long memoryUsedMiB,
       long memoryLimitMiB,
       Integer absoluteUtilization,
       Integer relativeUtilization,
-      int processes)
+      int processes,
+      List<Long> hostPids)
       implements JsonSerializable {
 
-    static PodUsageReport of(UsageRules.PodUsage usage, Share limits, GpuSample gpu) {
+    public PodUsageReport {
+      hostPids = hostPids == null ? List.of() : List.copyOf(hostPids);
+    }
+
+    static PodUsageReport of(
+        UsageRules.PodUsage usage, Share limits, GpuSample gpu, List<Long> hostPids) {
       OptionalInt relative = UsageRules.relative(usage.smPercent(), limits.core());
       return new PodUsageReport(
           usage.memoryUsedMiB(),
           UsageRules.memoryLimitMiB(limits.memory(), gpu.memoryTotalMiB()),
           usage.smPercent().isPresent() ? usage.smPercent().getAsInt() : null,
           relative.isPresent() ? relative.getAsInt() : null,
-          usage.processes());
+          usage.processes(),
+          hostPids);
     }
   }
 }

@@ -12,6 +12,7 @@ import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.JournalStatus;
 import dev.gpushare.node.api.Views.ClockView;
 import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodProcessesView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
@@ -223,6 +224,11 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
   public CompletionStage<PodView> reportCompute(
       String namespace, String name, ComputeReport report) {
     return dataPlane.reportCompute(namespace, name, report);
+  }
+
+  @Override
+  public CompletionStage<PodProcessesView> processes(String namespace, String name) {
+    return dataPlane.processes(namespace, name);
   }
 
   /** How many pods have a compute-limiter report kept on this member (for tests). */

@@ -234,7 +234,9 @@ final class GpuTelemetry {
         PodKey key = member.key();
         PodUsage usage = usageOf(gpu, key.uid(), s.backend());
         Share limits = member.shared().limits(); // only shared pods hold a share
-        reports.put(pod, Changes.PodUsageReport.of(usage, limits, gpu));
+        reports.put(
+            pod,
+            Changes.PodUsageReport.of(usage, limits, gpu, hostPidsOf(gpu, key.uid(), s.backend())));
         if (!book.isSharePoolPod(pod)) {
           continue; // a static pod is pinned for its whole life: shown, never released
         }
@@ -290,6 +292,17 @@ final class GpuTelemetry {
     private static Instant later(Instant a, Instant b) {
       return a.isAfter(b) ? a : b;
     }
+  }
+
+  /** The host PIDs of the pod with {@code uid}'s processes in the sample of that GPU, in order. */
+  static List<Long> hostPidsOf(GpuSample gpu, String uid, GpuBackend backend) {
+    List<Long> pids = new ArrayList<>();
+    for (GpuProcessSample p : gpu.processes()) {
+      if (backend.podUidOf(p.pid()).map(uid::equals).orElse(false) && !pids.contains(p.pid())) {
+        pids.add(p.pid());
+      }
+    }
+    return pids;
   }
 
   /**

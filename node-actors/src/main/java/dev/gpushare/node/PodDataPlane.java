@@ -7,6 +7,7 @@ import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.ServiceException.Kind;
+import dev.gpushare.node.api.Views.PodProcessesView;
 import dev.gpushare.node.api.Views.PodView;
 import java.time.Duration;
 import java.util.List;
@@ -108,6 +109,30 @@ final class PodDataPlane {
                       }
                       fanOut.computeReported(p.node(), p.key().entityId(), report, clock.now());
                       return reads.withComputeLimit(view);
+                    }));
+  }
+
+  /**
+   * The pod's processes as the latest usage report of its node ({@link ChangeFanOut#usage}) names
+   * them; none while it holds no GPU. Not gated by the journal: nothing is written.
+   */
+  CompletionStage<PodProcessesView> processes(String namespace, String name) {
+    return reads.onPod(
+        namespace,
+        name,
+        p ->
+            reads
+                .podView(p)
+                .thenApply(
+                    view -> {
+                      Changes.PodUsageReport u =
+                          view.gpu() == null ? null : fanOut.usage(p.node(), p.key().entityId());
+                      return new PodProcessesView(
+                          view.namespace(),
+                          view.name(),
+                          view.gpu(),
+                          u == null ? List.of() : u.hostPids(),
+                          u == null ? null : u.absoluteUtilization());
                     }));
   }
 

@@ -16,6 +16,7 @@ import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.gpu.GpuProcess;
 import dev.gpushare.node.api.GpuShareService;
 import dev.gpushare.node.api.ServiceException;
+import dev.gpushare.node.api.Views;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.PodView;
 import java.nio.file.Path;
@@ -136,11 +137,23 @@ class GpuTelemetryTest {
     assertEquals(20, used.usage().absoluteUtilization());
     assertEquals(40, used.usage().relativeUtilization(), "denominator = the core limit (SPEC §7)");
     assertEquals(PodState.RUNNING, used.state());
+    // the host PIDs the pod's compute limiter matches NVML's samples against: its own only
+    Views.PodProcessesView procs = await(service.processes("default", "use-a"));
+    assertEquals(List.of(101L, 102L), procs.hostPids());
+    assertEquals(20, procs.smPercent());
+    assertEquals(a.gpu(), procs.gpu());
 
     PodView asleep = await(service.release("default", "use-a"));
     assertEquals(PodState.HIBERNATION, asleep.state());
     assertNull(asleep.workload(), "no GPU, nothing to export");
     assertNull(asleep.usage());
+    Views.PodProcessesView none = await(service.processes("default", "use-a"));
+    assertEquals(List.of(), none.hostPids(), "no GPU, no processes on it");
+    assertNull(none.gpu());
+    assertThrows(
+        ExecutionException.class,
+        () -> await(service.processes("default", "no-such-pod")),
+        "NOT_FOUND for an unknown pod");
   }
 
   @Test

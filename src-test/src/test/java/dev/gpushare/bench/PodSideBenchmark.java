@@ -21,8 +21,9 @@ import java.util.Map;
  * pod_side_bench.c} against the fake driver, alternately with and without {@code LD_PRELOAD}:
  *
  * <ul>
- *   <li>(a) ns per hooked call while Running: {@code --calls} cuLaunchKernel calls timed inside the
- *       process, with the library vs the fake driver alone;
+ *   <li>(a) ns per hooked call while Running: {@code --calls} cuLaunchKernel calls, then as many
+ *       cuGraphLaunch calls of a one-kernel graph, timed inside the process, with the library vs
+ *       the fake driver alone;
  *   <li>(b) the first cuInit to Running on a free GPU (the library's demand and grant), timed
  *       inside the process, vs one plain HTTP round trip (a GET of the pod's view, one connection,
  *       from C as the library makes its requests) to the same server, and vs the demand's own round
@@ -212,6 +213,12 @@ public final class PodSideBenchmark {
           "%.2f",
           median(all(withRuns, "ns_per_call")),
           median(all(bareRuns, "ns_per_call")),
+          "the fake driver alone");
+      row(
+          "(a) ns per cuGraphLaunch, Running (median of runs)",
+          "%.2f",
+          median(all(withRuns, "graph_ns_per_call")),
+          median(all(bareRuns, "graph_ns_per_call")),
           "the fake driver alone");
       row(
           "(b) first cuInit → Running, µs (median; p90; max) of " + init.size(),

@@ -426,6 +426,10 @@ class OpenApiTest {
         "application/json",
         404);
     awaitPod(a, "usage sampled", v -> v.path("usage").path("processes").asInt() == 1);
+    // ---- the host PIDs of a's processes, as the telemetry saw them (its compute limiter asks)
+    Exchange processes = expect("GET", pod + "/processes", podOf(a), "", null, null, 200);
+    assertEquals("[4242]", json(processes).path("hostPids").toString(), processes.toString());
+    expect("GET", pod + "/processes", podOf(n + "-gone"), "", null, null, 404);
     // ---- the compute limiter's report (issue 26): a's view then shows it in computeLimit
     String compute = pod + "/compute";
     String report = "{\"aimPercent\":30,\"measuredPercent\":29.4,\"heldSeconds\":12.5}";

@@ -69,6 +69,11 @@ class ComputeLimitTest {
   record Reading(long ms, Map<Long, Double> perPid) {}
 
   List<Reading> sample(int seconds) throws Exception {
+    return sample(seconds, Map.of());
+  }
+
+  /** The same, gpu_util run with {@code env} added (a container's NVML: host PIDs). */
+  List<Reading> sample(int seconds, Map<String, String> env) throws Exception {
     Path program = build().program("gpu_util");
     ProcessBuilder pb =
         new ProcessBuilder(
@@ -82,6 +87,7 @@ class ComputeLimitTest {
     pb.environment().put("FAKE_GPU_FILE", gpuFile.toString());
     pb.environment().put("FAKE_NVML_UUIDS", String.join(",", PodSideScenarios.uuids(2)));
     pb.environment().put("LD_LIBRARY_PATH", build().fakes().toString());
+    pb.environment().putAll(env);
     pb.redirectErrorStream(true);
     Process p = pb.start();
     List<Reading> out = new ArrayList<>();
@@ -219,8 +225,8 @@ class ComputeLimitTest {
   }
 
   /**
-   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID; in a container, it
-   * names the pod's processes by host PIDs) the library says so once and does not limit blindly.
+   * Where NVML cannot measure the pod (here: it does not know the GPU's UUID) and the member has no
+   * figure of it either, the library says so once and does not limit blindly.
    */
   @Test
   void aPodNvmlCannotMeasureIsSaidOnceAndNotLimitedBlindly() throws Exception {
@@ -232,6 +238,125 @@ class ComputeLimitTest {
       p.awaitStderr(
           java.util.regex.Pattern.compile(
               "^gpushare: compute limit: NVML cannot measure pod default/a's GPU .*"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      String last = p.stdout().get(p.stdout().size() - 2); // "<t_ms> <launches>", then done
+      long launches = Long.parseLong(last.split(" ")[1]);
+      assertTrue(launches >= 400, "unlimited after it was said (1 ms kernels): " + p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+  }
+
+  /** What the fake NVML adds to a pid to name it (a container's process seen from the host). */
+  static final long HOST_PID_OFFSET = 1_000_000;
+
+  static final Map<String, String> CONTAINER =
+      Map.of("FAKE_NVML_PID_OFFSET", String.valueOf(HOST_PID_OFFSET));
+
+  /**
+   * A pod without hostPID (issue 32): NVML names its process by a host PID, never its getpid(). The
+   * member knows the host PIDs (the stub's {@code GET …/processes} plays it): the limit holds.
+   */
+  @Test
+  void aPodWhoseNvmlNamesHostPidsSettlesAt30ThroughTheMembersPids() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p = busy(a, "--seconds", "6").env(CONTAINER).start()) {
+      long host = p.pid() + HOST_PID_OFFSET;
+      a.hostPids(List.of(host), null);
+      List<Reading> readings = sample(5, CONTAINER);
+      double[] v = series(readings, List.of(host));
+      int from = settledFrom(v, 30, 5, 3);
+      System.out.printf(
+          "compute limit 30, host PIDs: settled from %d ms (%s)%n",
+          from < 0 ? -1 : readings.get(from).ms(), describe(v));
+      assertTrue(from >= 0, "settles at 30 and stays there (the time is printed): " + describe(v));
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(
+          stub.requests().stream().anyMatch(r -> r.pathOnly().endsWith("/processes")),
+          "the library asked the member for the pod's processes");
+    }
+  }
+
+  /** Launches through CUDA graphs (4 kernels a launch) are held to the limit as kernels are. */
+  @Test
+  void aPodLaunchingOnlyCudaGraphsSettlesAt30() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p = busy(a, "--seconds", "6", "--graph", "4").env(CONTAINER).start()) {
+      long host = p.pid() + HOST_PID_OFFSET;
+      a.hostPids(List.of(host), null);
+      List<Reading> readings = sample(5, CONTAINER);
+      double[] v = series(readings, List.of(host));
+      int from = settledFrom(v, 30, 5, 3);
+      System.out.printf(
+          "compute limit 30, graphs of 4 kernels: settled from %d ms (%s)%n",
+          from < 0 ? -1 : readings.get(from).ms(), describe(v));
+      assertTrue(from >= 0, "settles at 30 and stays there: " + describe(v));
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+  }
+
+  /**
+   * Where NVML refuses the per-process query (NO_PERMISSION in a container) the library says so
+   * once and measures the pod through the member's figure (here 90 %, over its limit of 30): its
+   * launches are held back.
+   */
+  @Test
+  void aPodWhosePerProcessQueryIsRefusedIsMeasuredThroughTheMembersFigure() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    Map<String, String> env = new HashMap<>(CONTAINER);
+    env.put("FAKE_NVML_NO_PERMISSION", "1");
+    try (PodProcess p = busy(a, "--seconds", "3").env(env).start()) {
+      a.hostPids(List.of(p.pid() + HOST_PID_OFFSET), 90);
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML does not give this container pod default/a's"
+                  + " per-process use \\(NVML error 4\\): its use is measured through the"
+                  + " member's figure$"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+    List<String> reports = a.computeReports();
+    assertTrue(!reports.isEmpty(), "the library reported the pod's figures");
+    String last = reports.get(reports.size() - 1);
+    assertTrue(last.contains("\"measuredPercent\":90.0"), "the member's figure: " + last);
+    assertTrue(!last.contains("\"heldSeconds\":0.000"), "launches were held back: " + last);
+  }
+
+  /**
+   * Another NVML failure (here NVML_ERROR_UNKNOWN, 999, on every per-process query): the last rate
+   * is kept for 1 s, then the pod is measured through the member's figure, said once.
+   */
+  @Test
+  void anotherNvmlErrorKeepsTheRateForASecondThenUsesTheMembersFigure() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    Map<String, String> env = new HashMap<>(CONTAINER);
+    env.put("FAKE_NVML_PROC_RC", "999");
+    try (PodProcess p = busy(a, "--seconds", "3").env(env).start()) {
+      a.hostPids(List.of(p.pid() + HOST_PID_OFFSET), 90);
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML answered error 999 for pod default/a's use for 1 s"
+                  + " \\(the last rate was kept meanwhile\\): its use is measured through the"
+                  + " member's figure$"),
+          T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals(1, p.countStderr(java.util.regex.Pattern.compile("compute limit:")));
+    }
+    String last = a.computeReports().get(a.computeReports().size() - 1);
+    assertTrue(last.contains("\"measuredPercent\":90.0"), "the member's figure: " + last);
+  }
+
+  /** A lost GPU: not limited (the member revokes the pod), said once. */
+  @Test
+  void aLostGpuIsSaidOnceAndNotLimited() throws Exception {
+    StubPod a = stub.pod("default", "a").limits(30, 100).computeMode("library").grantOnDemand(0);
+    try (PodProcess p =
+        busy(a, "--seconds", "3", "--report-ms", "500").env("FAKE_NVML_LOST", "0").start()) {
+      p.awaitStderr(
+          java.util.regex.Pattern.compile(
+              "^gpushare: compute limit: NVML says pod default/a's GPU is lost: the pod's compute"
+                  + " is not limited here$"),
           T);
       assertEquals(0, p.awaitExit(T), p.transcript());
       String last = p.stdout().get(p.stdout().size() - 2); // "<t_ms> <launches>", then done

@@ -98,7 +98,8 @@ public final class DataPlaneStub implements AutoCloseable {
   }
 
   private static final Pattern POD_PATH =
-      Pattern.compile("/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch|compute))?/?");
+      Pattern.compile(
+          "/v1/namespaces/([^/]+)/pods/([^/]+)(?:/(demand|grant|watch|compute|processes))?/?");
 
   private final HttpServer server;
   private final ExecutorService executor;
@@ -405,6 +406,8 @@ public final class DataPlaneStub implements AutoCloseable {
     private final java.util.Map<String, String> workloadEnv = new java.util.TreeMap<>();
     private String computeMode;
     private final List<String> computeReports = new ArrayList<>();
+    private List<Long> hostPids = List.of();
+    private Integer smPercent;
     private String state = "Hibernation";
     private int requestCore = 50;
     private int requestMemory = 50;
@@ -574,6 +577,34 @@ public final class DataPlaneStub implements AutoCloseable {
     /** The view's {@code computeLimit.mode} ("library", "mps", "off"); null: no such field. */
     public StubPod computeMode(String mode) {
       return change(() -> computeMode = mode);
+    }
+
+    /**
+     * What {@code GET …/processes} answers, as a member's telemetry would have seen the pod: the
+     * host PIDs of its processes (none by default: no sample yet) and its SM percent of the GPU
+     * (null by default: not reported).
+     */
+    public StubPod hostPids(List<Long> pids, Integer smPercent) {
+      return change(
+          () -> {
+            this.hostPids = List.copyOf(pids);
+            this.smPercent = smPercent;
+          });
+    }
+
+    /** {@code GET …/processes}'s body: the member's view of the pod's processes. */
+    String processesJson() {
+      synchronized (DataPlaneStub.this) {
+        StringBuilder b = new StringBuilder("{\"namespace\":").append(quote(namespace));
+        b.append(",\"name\":").append(quote(name)).append(",\"gpu\":");
+        b.append(gpu == null ? "null" : "{\"index\":" + gpu + ",\"uuid\":" + quote(uuid) + "}");
+        b.append(",\"hostPids\":[");
+        for (int i = 0; gpu != null && i < hostPids.size(); i++) {
+          b.append(i == 0 ? "" : ",").append(hostPids.get(i));
+        }
+        b.append("],\"smPercent\":").append(smPercent == null ? "null" : smPercent).append('}');
+        return b.toString();
+      }
     }
 
     /** The bodies of the library's {@code POST …/compute} reports, oldest first. */
@@ -818,6 +849,7 @@ public final class DataPlaneStub implements AutoCloseable {
       case "demand DELETE" -> send(ex, act(pod, false));
       case "grant GET" -> grant(ex, pod, query);
       case "watch GET" -> watch(ex, pod);
+      case "processes GET" -> send(ex, Answer.json(200, pod.processesJson()));
       case "compute POST" -> {
         synchronized (this) {
           pod.computeReports.add(new String(body, StandardCharsets.UTF_8));

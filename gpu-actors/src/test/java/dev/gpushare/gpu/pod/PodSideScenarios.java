@@ -502,6 +502,42 @@ abstract class PodSideScenarios {
     }
   }
 
+  /**
+   * CUDA graphs (vLLM's decode, torch.compile) put work on the GPU through cuGraphLaunch: such a
+   * launch is gated as a kernel launch is, so it waits while the pod's state is checkpointed and
+   * goes on once restored.
+   */
+  @Test
+  void aCudaGraphLaunchWaitsWhileThePodIsCheckpointedAndGoesOnOnceRestored() throws Exception {
+    a.grantOnDemand(2);
+    try (PodProcess p =
+        PodProcess.builder("busy")
+            .build(build())
+            .pod(a)
+            .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+            .env("FAKE_CUDA_VERSION", "13000")
+            .args("--graph", "2", "--seconds", "5", "--report-ms", "100")
+            .start()) {
+      p.awaitStdout(Pattern.compile("^\\d+ [1-9]\\d*$"), T); // graph launches went through
+      stub.awaitWatchers(1, T);
+      a.checkpoint("held", 2, 1000).hibernate();
+      p.awaitStderr(
+          Pattern.compile("left Running \\(now Hibernation\\): its GPU state is checkpointed"), T);
+      int demands = stub.requests("POST", "/demand").size();
+      a.grantOnDemand(null).onDemand(pod -> pod.ready(1));
+      p.awaitStderr(waitingLine(1), T); // the next cuGraphLaunch raised demand and waits
+      assertEquals(demands + 1, stub.requests("POST", "/demand").size());
+      long reports = p.stdout().stream().filter(l -> l.matches("\\d+ \\d+")).count();
+      assertTrue(
+          reports < 40, "a graph launch waited, not the final cuCtxSynchronize: " + p.transcript());
+      a.checkpoint("restoring", 2, 1000).running(2);
+      a.noCheckpoint();
+      p.awaitStderr(Pattern.compile("is Running again on GPU 2 .*: its GPU state was restored"), T);
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().stream().anyMatch(l -> l.startsWith("done launches=")));
+    }
+  }
+
   // ------------------------------------------------------------------ 6. release
 
   @Test
@@ -777,41 +813,148 @@ abstract class PodSideScenarios {
     }
   }
 
+  /** The device's size as CUDA tells it (cuDeviceTotalMem_v2) is the share's, as cuMemGetInfo's. */
+  @Test
+  void cuDeviceTotalMemIsTheSharesMemory() throws Exception {
+    a.limits(50, 50).grantOnDemand(1);
+    try (PodProcess p =
+        PodProcess.builder("busy")
+            .build(build())
+            .pod(a)
+            .env("FAKE_CUDA_MEMORY", Long.toString(GPU_BYTES))
+            .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+            .args("--memory", "--seconds", "0")
+            .start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      long half = GPU_BYTES / 2;
+      assertTrue(
+          p.stdout().contains("memory total=" + half + " info=" + half + " " + half),
+          p.transcript());
+    }
+  }
+
   // ------------------------------------------------------------------ 4. the NVML view
 
+  /** The fake NVML's memory of a GPU (fake_nvml.c: 97871 MiB), and half of it (a 50 % share). */
+  static final long NVML_GPU_BYTES = 97871L * 1024 * 1024;
+
+  static final long HALF_SHARE = NVML_GPU_BYTES / 100 * 50 + NVML_GPU_BYTES % 100 * 50 / 100;
+
+  PodProcess.Builder nvmlView(StubPod pod, String... args) {
+    return PodProcess.builder("nvml_view")
+        .build(build())
+        .pod(pod)
+        .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+        .env("FAKE_CUDA_UUIDS", String.join(",", uuids(4)))
+        .env("FAKE_CUDA_VERSION", "13000")
+        .args(args);
+  }
+
+  /**
+   * The granted GPU alone, with its real index; its utilisation the pod's own (the samples of the
+   * processes the member names: pid 4242, scripted at 42 %) relative to the core limit of 50, its
+   * memory the share's; other processes are not listed.
+   */
   @Test
   void nvmlShowsTheGrantedGpuOnlyWithItsRealIndexAndUtilisationRelativeToTheCoreLimit()
       throws Exception {
-    a.limits(50, 50).running(1);
+    a.limits(50, 50).running(1).hostPids(java.util.List.of(4242L), null);
     for (String mode : new String[] {"--dlsym", "--link"}) {
       try (PodProcess p =
-          PodProcess.builder("nvml_view")
-              .build(build())
-              .pod(a)
-              .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+          nvmlView(a, mode.equals("--link") ? new String[] {"--link"} : new String[0])
               .env("FAKE_NVML_UTIL", "1:42:17")
-              .args(mode.equals("--link") ? new String[] {"--link"} : new String[0])
               .start()) {
         assertEquals(0, p.awaitExit(T), p.transcript());
         assertTrue(p.stdout().contains("count 1"), p.transcript());
         assertTrue(
-            p.stdout().stream()
-                .anyMatch(
-                    l ->
-                        l.startsWith(
-                            "gpu index=1 uuid=" + DataPlaneStub.uuidOf(1) + " util=84 mem=17")),
+            p.stdout()
+                .contains(
+                    "gpu index=1 uuid="
+                        + DataPlaneStub.uuidOf(1)
+                        + " util=84 mem=17 procutil=84 memtotal="
+                        + HALF_SHARE
+                        + " procs=0"),
             p.transcript());
       }
     }
-    a.hibernate();
-    try (PodProcess p =
-        PodProcess.builder("nvml_view")
-            .build(build())
-            .pod(a)
-            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
-            .start()) {
+  }
+
+  /**
+   * Another pod's process on the GPU (the fake's pid 4242, at 42 %) is not the pod's: the pod's
+   * utilisation is its own (0), never the GPU's over the limit, and no sample of it is shown.
+   */
+  @Test
+  void nvmlNeverShowsAnotherPodsUseOrProcesses() throws Exception {
+    a.limits(50, 50).running(1).hostPids(java.util.List.of(999_999L), null);
+    try (PodProcess p = nvmlView(a).env("FAKE_NVML_UTIL", "1:42:17").start()) {
       assertEquals(0, p.awaitExit(T), p.transcript());
-      assertTrue(p.stdout().contains("count 0"), p.transcript());
+      assertTrue(
+          p.stdout()
+              .contains(
+                  "gpu index=1 uuid="
+                      + DataPlaneStub.uuidOf(1)
+                      + " util=0 mem=17 procutil=err6 memtotal="
+                      + HALF_SHARE
+                      + " procs=0"),
+          p.transcript());
+    }
+  }
+
+  /**
+   * Before its grant (Hibernation) a sharing pod sees one GPU, the node's first, with its share's
+   * memory (vLLM and others look for a GPU through NVML before the CUDA call that raises demand); a
+   * static pod sees the GPU it is pinned to. The node's other processes (the fake's 4242, 4343 on
+   * GPU 0) are not shown.
+   */
+  @Test
+  void beforeItsGrantAPodSeesTheGpuItWouldGetWithItsSharesMemory() throws Exception {
+    a.limits(50, 50).hibernate();
+    try (PodProcess p = nvmlView(a).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("count 1"), p.transcript());
+      assertTrue(
+          p.stdout()
+              .contains(
+                  "gpu index=0 uuid="
+                      + DataPlaneStub.uuidOf(0)
+                      + " util=0 mem=17 procutil=err6 memtotal="
+                      + HALF_SHARE
+                      + " procs=0"),
+          p.transcript());
+    }
+    StubPod s =
+        stub.pod("default", "s").limits(50, 50).policy("static").gpu(2, DataPlaneStub.uuidOf(2));
+    s.state("Ready");
+    try (PodProcess p = nvmlView(s).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(p.stdout().contains("count 1"), p.transcript());
+      assertTrue(
+          p.stdout().stream()
+              .anyMatch(l -> l.startsWith("gpu index=2 uuid=" + DataPlaneStub.uuidOf(2) + " ")),
+          p.transcript());
+    }
+  }
+
+  /**
+   * The view follows the grant: a process that initialised NVML in Hibernation (the node's first
+   * GPU) sees the GPU granted at its first CUDA call afterwards, without initialising NVML again.
+   */
+  @Test
+  void nvmlInitialisedBeforeTheGrantShowsTheGrantedGpuAfterwards() throws Exception {
+    a.limits(50, 50).hibernate().grantOnDemand(2);
+    try (PodProcess p = nvmlView(a, "--then-cuinit").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      java.util.List<String> out = p.stdout();
+      int cuInit = out.indexOf("cuInit 0");
+      assertTrue(cuInit > 0, p.transcript());
+      assertTrue(
+          out.subList(0, cuInit).stream()
+              .anyMatch(l -> l.startsWith("gpu index=0 uuid=" + DataPlaneStub.uuidOf(0) + " ")),
+          p.transcript());
+      assertEquals("count 1", out.get(cuInit + 1), p.transcript());
+      assertTrue(
+          out.get(cuInit + 2).startsWith("gpu index=2 uuid=" + DataPlaneStub.uuidOf(2) + " "),
+          p.transcript());
     }
   }
 

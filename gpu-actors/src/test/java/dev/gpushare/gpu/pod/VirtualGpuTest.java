@@ -236,6 +236,48 @@ class VirtualGpuTest {
     assertTrue(s.stream().allMatch(x -> x.gpu() == 0 && x.pids().isEmpty()), "" + s);
   }
 
+  /**
+   * A container as the driver shows it: NVML names each process by its host PID (here its pid +
+   * 1,000,000), and may refuse the per-process query (NO_PERMISSION, 4) while the GPU's utilisation
+   * still answers.
+   */
+  @Test
+  void nvmlCanNameHostPidsAndRefuseThePerProcessQuery() {
+    PodProcess busy = busy(U0, Map.of(), "--seconds", "30");
+    List<Sample> host =
+        samples(
+            start(
+                program(
+                    "gpu_util",
+                    Map.of("FAKE_NVML_PID_OFFSET", "1000000"),
+                    "--uuid",
+                    U0,
+                    "--seconds",
+                    "1",
+                    "--every-ms",
+                    "100")));
+    assertTrue(
+        host.stream().allMatch(x -> x.pids().keySet().equals(Set.of(busy.pid() + 1_000_000))),
+        "busy's host PID only: " + host);
+    PodProcess refused =
+        start(
+            program(
+                "gpu_util",
+                Map.of("FAKE_NVML_NO_PERMISSION", "1"),
+                "--uuid",
+                U0,
+                "--seconds",
+                "1",
+                "--every-ms",
+                "100"));
+    assertEquals(0, refused.awaitExit(T), refused.transcript());
+    assertTrue(
+        refused.stdout().size() >= 5
+            && refused.stdout().stream().allMatch(l -> l.matches("\\d+ \\d+ err4")),
+        "the GPU's percent, then err4 for the samples: " + refused.transcript());
+    stillRunning(busy);
+  }
+
   /** Without FAKE_GPU_FILE the fakes are as they were: launches return at once, NVML scripted. */
   @Test
   void withoutTheFileNothingIsTimed() {

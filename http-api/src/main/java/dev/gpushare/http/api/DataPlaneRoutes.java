@@ -28,7 +28,9 @@ import org.apache.pekko.util.ByteString;
  * is Running or at the timeout (default 30, 0 to 300; the PodView either way), and {@code GET
  * watch} streams Server-Sent Events: one {@code data: <PodView JSON>} event now and one per change,
  * ending when the pod is deleted, and {@code POST compute} takes the report of the pod's compute
- * limiter ({@link ComputeReportBody}). An idle watch carries a comment line every {@link
+ * limiter ({@link ComputeReportBody}), and {@code GET processes} answers the host PIDs of the pod's
+ * processes as the member's telemetry last saw them (what the limiter matches NVML's samples
+ * against: NVML names processes by host PIDs). An idle watch carries a comment line every {@link
  * #HEARTBEAT} so that proxies keep it open. Watches and long polls count against {@link
  * WatchLimits}.
  */
@@ -68,6 +70,9 @@ public final class DataPlaneRoutes extends ApiDirectives {
                             delete(() -> answerOk(() -> service.release(namespace, name))))),
                 path("compute", () -> post(() -> withBody(body -> compute(namespace, name, body)))),
                 path("grant", () -> get(() -> grant(namespace, name))),
+                path(
+                    "processes",
+                    () -> get(() -> answerOk(() -> service.processes(namespace, name)))),
                 path("watch", () -> get(() -> watch(namespace, name)))));
   }
 

@@ -14,11 +14,12 @@ import java.util.Optional;
  *       dashboard's static files under {@code /dashboard};
  *   <li>{@code /metrics}: {@code get metrics}; {@code /v1/nodes…}: {@code nodes} (the GPU
  *       subresources {@code gpus}); {@code /v1/pods}: {@code list}/{@code create pods}; {@code
- *       /v1/namespaces/{ns}/pods/{name}[/demand|grant|watch|compute|history]}: {@code pods} in
- *       {@code ns}, named, subresource {@code demand}, {@code grant}, {@code watch}, {@code
- *       compute} or {@code history} (the pod's history, {@code get pods/history}: not its data
- *       plane, since it names the other pods of shared decisions); {@code /v1/journal…}: {@code
- *       journal}; {@code /v1/clock…}: {@code clock}; {@code /v1/watch}: {@code watch changes};
+ *       /v1/namespaces/{ns}/pods/{name}[/demand|grant|watch|compute|processes|history]}: {@code
+ *       pods} in {@code ns}, named, subresource {@code demand}, {@code grant}, {@code watch},
+ *       {@code compute}, {@code processes} or {@code history} (the pod's history, {@code get
+ *       pods/history}: not its data plane, since it names the other pods of shared decisions);
+ *       {@code /v1/journal…}: {@code journal}; {@code /v1/clock…}: {@code clock}; {@code
+ *       /v1/watch}: {@code watch changes};
  *   <li>{@code /scheduler/filter}, {@code /scheduler/prioritize} (the kube-scheduler extender,
  *       {@code http.extender}): {@code create scheduler}, no name — bind it to the scheduler's
  *       identity ({@code deploy/scheduler-extender/clusterrole-gpushare-scheduler-extender.yaml});
@@ -27,8 +28,8 @@ import java.util.Optional;
  * </ul>
  *
  * A pod's own workload may use its pod's data plane ({@link #podDataPlane()}: the pod's view,
- * demand, release, grant, watch, its compute limiter's report) without any RBAC: that is what its
- * ServiceAccount token is for.
+ * demand, release, grant, watch, its compute limiter's report, its processes' host PIDs) without
+ * any RBAC: that is what its ServiceAccount token is for.
  */
 public record Scope(
     boolean isPublic,
@@ -92,9 +93,9 @@ public record Scope(
   }
 
   /**
-   * Whether this is a pod's own data plane: its view, demand, release, grant, watch or compute
-   * report ({@code POST …/compute}). Only these may a workload's ServiceAccount token use for its
-   * own pod.
+   * Whether this is a pod's own data plane: its view, demand, release, grant, watch, compute report
+   * ({@code POST …/compute}) or its processes' host PIDs ({@code GET …/processes}). Only these may
+   * a workload's ServiceAccount token use for its own pod.
    */
   public boolean podDataPlane() {
     if (!resource.equals("pods") || namespace.isEmpty() || name.isEmpty()) {
@@ -107,6 +108,7 @@ public record Scope(
     return sub.equals("demand")
         || sub.equals("grant")
         || sub.equals("watch")
+        || sub.equals("processes") && verb.equals("get")
         || sub.equals("compute") && verb.equals("create");
   }
 

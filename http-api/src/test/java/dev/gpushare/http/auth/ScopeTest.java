@@ -63,6 +63,8 @@ class ScopeTest {
     assertTrue(Scope.of("POST", "/v1/namespaces/t/pods/a/compute").podDataPlane());
     assertFalse(Scope.of("GET", "/v1/namespaces/t/pods/a/compute").podDataPlane(), "only a report");
     assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a/compute").podDataPlane());
+    assertTrue(Scope.of("GET", "/v1/namespaces/t/pods/a/processes").podDataPlane());
+    assertFalse(Scope.of("POST", "/v1/namespaces/t/pods/a/processes").podDataPlane(), "only read");
     assertFalse(Scope.of("DELETE", "/v1/namespaces/t/pods/a").podDataPlane(), "deleting a pod");
     assertFalse(
         Scope.of("GET", "/v1/namespaces/t/pods/a/history").podDataPlane(),

@@ -1,5 +1,6 @@
 package dev.gpushare.node.api;
 
+import dev.gpushare.node.api.Views.PodProcessesView;
 import dev.gpushare.node.api.Views.PodView;
 import java.time.Duration;
 import java.util.concurrent.CompletionStage;
@@ -28,6 +29,14 @@ public interface GpuShareDataPlane {
    * with the report otherwise.
    */
   CompletionStage<PodView> reportCompute(String namespace, String name, ComputeReport report);
+
+  /**
+   * The host PIDs of the pod's processes on its GPU as this member's latest telemetry saw them,
+   * with the pod's SM utilisation (null when not reported): what the pod's compute limiter matches
+   * NVML's per-process samples against. No PIDs while the pod holds no GPU or before the first
+   * sample. NOT_FOUND for an unknown pod.
+   */
+  CompletionStage<PodProcessesView> processes(String namespace, String name);
 
   /** Completes as soon as the pod is Running, else at the timeout; the view either way. */
   CompletionStage<PodView> awaitGrant(String namespace, String name, Duration timeout);

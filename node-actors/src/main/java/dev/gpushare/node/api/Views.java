@@ -258,6 +258,15 @@ public final class Views {
    */
   public record WorkloadView(Map<String, String> env) {}
 
+  /**
+   * The pod's processes on its GPU as the member's latest telemetry saw them (data plane {@code GET
+   * …/processes}): their host PIDs (NVML names processes by host PIDs; a container's own PIDs are
+   * another namespace's), the pod's SM utilisation of the whole GPU (null when not reported), and
+   * the GPU ({@code null}, with no PIDs, while the pod holds none).
+   */
+  public record PodProcessesView(
+      String namespace, String name, GpuRef gpu, List<Long> hostPids, Integer smPercent) {}
+
   /** {@code {"now":"…","manual":true}}. */
   public record ClockView(Instant now, boolean manual) {}
 

@@ -20,6 +20,7 @@ import dev.gpushare.node.api.Views.GpuRef;
 import dev.gpushare.node.api.Views.GpuView;
 import dev.gpushare.node.api.Views.Health;
 import dev.gpushare.node.api.Views.NodeView;
+import dev.gpushare.node.api.Views.PodProcessesView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.PutNodeResult;
 import dev.gpushare.node.api.Views.QueueEntryView;
@@ -302,6 +303,27 @@ public class FakeGpuShareService extends FakeGpuShareReader implements GpuShareS
           return reported;
         });
   }
+
+  /** The pod's GPU, the PIDs {@link #hostPids} scripts for it (none unless scripted). */
+  @Override
+  public CompletionStage<PodProcessesView> processes(String namespace, String name) {
+    return answer(
+        "processes " + namespace + "/" + name,
+        () -> {
+          PodView current = existingPod(namespace, name);
+          return new PodProcessesView(
+              namespace,
+              name,
+              current.gpu(),
+              current.gpu() == null
+                  ? List.of()
+                  : hostPids.getOrDefault(namespace + "/" + name, List.of()),
+              null);
+        });
+  }
+
+  /** What {@link #processes} answers per pod ("ns/name"). */
+  public final Map<String, List<Long>> hostPids = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** The pod's view now, then Ready, then Running. */
   @Override
