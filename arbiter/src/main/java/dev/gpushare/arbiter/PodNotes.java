@@ -19,6 +19,8 @@ public final class PodNotes {
   public static final String IDLE = "GPUShareIdle";
   public static final String IDLE_RELEASED = "GPUShareIdleReleased";
   public static final String MEMORY_EXCEEDED = "GPUShareMemoryExceeded";
+  public static final String UNGRANTED_USE = "GPUShareUngrantedUse";
+  public static final String UNGRANTED_KILLED = "GPUShareUngrantedKilled";
   public static final String CHECKPOINT_CONDITION = "GPUShareCheckpointed";
   public static final String CHECKPOINTED = "GPUShareCheckpointed";
   public static final String CHECKPOINT_FAILED = "GPUShareCheckpointFailed";
@@ -111,6 +113,36 @@ public final class PodNotes {
             + " % of "
             + gpuMiB
             + " MiB); the share is revoked.",
+        at);
+  }
+
+  /**
+   * Processes of the pod use a GPU the pod does not hold ({@link UsageRules#ungranted}): most
+   * likely a program {@code libgpushare.so} could not enter (a static or musl binary ignores {@code
+   * LD_PRELOAD}), which nothing keeps to the pod's share.
+   *
+   * @param held the GPU the pod holds, or -1 for none
+   * @param killed whether the member ended them ({@code gpushare.gpu.ungranted-processes = kill})
+   */
+  public static EventNote ungrantedUseEvent(
+      int gpu, String uuid, java.util.List<Long> pids, int held, boolean killed, Instant at) {
+    String who =
+        (pids.size() == 1 ? "process " : "processes ")
+            + pids.stream().map(String::valueOf).collect(java.util.stream.Collectors.joining(", "));
+    return new EventNote(
+        "Warning",
+        killed ? UNGRANTED_KILLED : UNGRANTED_USE,
+        who
+            + (killed ? " used GPU " : " use GPU ")
+            + gpu
+            + " ("
+            + uuid
+            + ") without a grant (the pod holds "
+            + (held < 0 ? "no GPU" : "GPU " + held)
+            + ")"
+            + (killed ? " and " + (pids.size() == 1 ? "was" : "were") + " killed (SIGKILL)" : "")
+            + ": run the workload through libgpushare.so (LD_PRELOAD; a static or musl binary"
+            + " ignores it) or `gpushare run`, so that it uses a GPU only while granted.",
         at);
   }
 

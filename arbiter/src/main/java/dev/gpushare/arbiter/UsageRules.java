@@ -25,6 +25,12 @@ import java.util.OptionalInt;
  *   <li><b>Idle release</b> (when {@link IdleSettings#after} is set): idle continuously for {@code
  *       after} (counted from the later of the grant and its last activity) → asked to hibernate (an
  *       Event); still idle {@code grace} later → released. Any activity in between cancels both.
+ *   <li><b>Ungranted use</b> ({@link #ungranted}): a process of a pod on a GPU the pod does not
+ *       hold (it is in Hibernation or Ready, or Running on another GPU) uses that GPU without a
+ *       grant; a static pod on its pinned GPU holds it. It counts once seen for {@link
+ *       #UNGRANTED_AFTER} without a break (a preempted or revoked workload is still being stopped
+ *       meanwhile: SIGUSR1, SIGTERM, SIGKILL), is told once per episode (until a sample shows none
+ *       of the pod's processes on that GPU), and is ended on request.
  * </ul>
  */
 public final class UsageRules {
@@ -105,6 +111,48 @@ public final class UsageRules {
 
   /** The verdict on one sample: the new watch, the action, and the words for it (or null). */
   public record Verdict(Watch watch, Action action, PodNotes.EventNote note) {}
+
+  /**
+   * How long a pod's processes must be seen on a GPU it does not hold before that counts as
+   * ungranted use: longer than a stop sequence after a preemption or a revocation ({@code gpushare
+   * run}'s SIGUSR1, SIGTERM 30 s later, SIGKILL 30 s after that; the library's is shorter).
+   */
+  public static final Duration UNGRANTED_AFTER = Duration.ofSeconds(90);
+
+  /**
+   * Whether a process of a pod that holds {@code held} (empty: no GPU) uses GPU {@code gpu} without
+   * a grant.
+   */
+  public static boolean ungranted(OptionalInt held, int gpu) {
+    return held.isEmpty() || held.getAsInt() != gpu;
+  }
+
+  /** How the member answers ungranted use: an Event and a metric, and with KILL a SIGKILL. */
+  public enum UngrantedAction {
+    REPORT("report"),
+    KILL("kill");
+
+    private final String configValue;
+
+    UngrantedAction(String configValue) {
+      this.configValue = configValue;
+    }
+
+    /** The value as the configuration writes it. */
+    public String configValue() {
+      return configValue;
+    }
+
+    /** The setting written {@code value} (any case), or empty. */
+    public static Optional<UngrantedAction> parse(String value) {
+      for (UngrantedAction a : values()) {
+        if (a.configValue.equalsIgnoreCase(value)) {
+          return Optional.of(a);
+        }
+      }
+      return Optional.empty();
+    }
+  }
 
   /** Absolute SM utilisation of the whole GPU relative to the pod's core limit. */
   public static OptionalInt relative(OptionalInt absolute, int coreLimit) {

@@ -35,6 +35,19 @@ class UsageRulesTest {
   }
 
   @Test
+  void aProcessOnAGpuThePodDoesNotHoldIsUngrantedUse() {
+    assertTrue(UsageRules.ungranted(OptionalInt.empty(), 0), "the pod holds no GPU");
+    assertTrue(UsageRules.ungranted(OptionalInt.of(1), 0), "the pod holds another GPU");
+    assertFalse(UsageRules.ungranted(OptionalInt.of(0), 0), "its own GPU (a static pod's too)");
+    assertEquals(
+        Optional.of(UsageRules.UngrantedAction.KILL), UsageRules.UngrantedAction.parse("Kill"));
+    assertEquals(Optional.empty(), UsageRules.UngrantedAction.parse("stop"));
+    assertTrue(
+        UsageRules.UNGRANTED_AFTER.compareTo(Duration.ofSeconds(60)) > 0,
+        "longer than the stop sequence: SIGUSR1, SIGTERM 30 s later, SIGKILL 30 s after that");
+  }
+
+  @Test
   void relativeUtilisationHasTheCoreLimitAsDenominator() {
     assertEquals(OptionalInt.of(40), UsageRules.relative(OptionalInt.of(20), 50));
     assertEquals(OptionalInt.of(100), UsageRules.relative(OptionalInt.of(30), 30));

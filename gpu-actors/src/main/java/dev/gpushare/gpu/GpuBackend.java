@@ -38,6 +38,17 @@ public interface GpuBackend {
   }
 
   /**
+   * Ends a process that uses a GPU (SIGKILL), for {@code gpushare.gpu.ungranted-processes = kill}:
+   * answers whether it was signalled. On a real node the member sees the GPUs' processes by their
+   * host PIDs, so it needs the host's PID namespace ({@code hostPID: true}) to signal them; without
+   * it, or without the permission, nothing is signalled and this answers false. The simulated
+   * backend removes the process from its script.
+   */
+  default boolean kill(long pid) {
+    return ProcessHandle.of(pid).map(ProcessHandle::destroyForcibly).orElse(false);
+  }
+
+  /**
    * The way to tell these GPUs what they run, when they can be told (a simulated backend's); empty
    * for real devices, whose samples are measured and whose health is the driver's word.
    */

@@ -120,6 +120,19 @@ final class SimulatedGpuBackend implements GpuBackend, ScriptableGpus {
     return Optional.empty();
   }
 
+  /** A scripted process ends: it leaves its device's script (false: no such process). */
+  @Override
+  public boolean kill(long pid) {
+    boolean found = false;
+    for (Map.Entry<Integer, List<GpuProcess>> e : processes.entrySet()) {
+      List<GpuProcess> left = e.getValue().stream().filter(p -> p.pid() != pid).toList();
+      if (left.size() != e.getValue().size()) {
+        found = processes.replace(e.getKey(), e.getValue(), left) || found;
+      }
+    }
+    return found;
+  }
+
   /** Simulates a device failing ({@code false}) or coming back ({@code true}). */
   public void setHealthy(int index, boolean healthy) {
     if (healthy) {

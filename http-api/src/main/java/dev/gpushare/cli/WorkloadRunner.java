@@ -281,20 +281,28 @@ final class WorkloadRunner {
             + Printers.text(view, "node")
             + "; starting "
             + command.get(0));
+    String before;
+    IOException failed = null;
     synchronized (cmdLock) {
-      if (signalWithoutCmd != null) {
-        return onSignal(signalWithoutCmd); // it came before CMD: CMD is not started
+      before = signalWithoutCmd;
+      if (before == null) {
+        try {
+          Process started = pb.start();
+          signals.started(started.pid());
+          child = started; // from here on, a signal goes to CMD
+        } catch (IOException e) {
+          failed = e;
+        }
       }
-      try {
-        Process started = pb.start();
-        signals.started(started.pid());
-        child = started; // from here on, a signal goes to CMD
-      } catch (IOException e) {
-        err.println("error: cannot start " + command.get(0) + ": " + e.getMessage());
-        err.flush();
-        release();
-        return 127;
-      }
+    }
+    if (before != null) {
+      return onSignal(before); // it came before CMD: CMD is not started
+    }
+    if (failed != null) {
+      err.println("error: cannot start " + command.get(0) + ": " + failed.getMessage());
+      err.flush();
+      release();
+      return 127;
     }
     long g = ++gen;
     phase = Phase.RUNNING;

@@ -94,7 +94,7 @@ final class DefaultGpuShareService implements GpuShareService, PodActor.Listener
         new PodLifecycle(gate, asks, entities, timeout, registration, podReads, fanOut);
     this.dataPlane = new PodDataPlane(gate, asks, podReads, watches, fanOut, clock);
     this.telemetry =
-        new TelemetryPort(system, asks, entities, timeout, local, registration, fanOut);
+        new TelemetryPort(system, asks, entities, timeout, local, registration, fanOut, metrics);
     this.scripting = new GpuScripting(asks, nodeReads, local);
     this.time = new ServiceClock(clock, gate, asks);
   }

@@ -1,5 +1,6 @@
 package dev.gpushare.node;
 
+import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.node.api.Views;
@@ -21,6 +22,8 @@ import java.util.Optional;
  * @param checkpoints whether and how far the member checkpoints pods instead of signalling them
  * @param computeLimit {@code gpu.compute-limit}: whether the pod-side library keeps a pod's compute
  *     at or under its core limit ({@link #computeLimitMode()})
+ * @param ungrantedProcesses {@code gpu.ungranted-processes}: what the member does about a pod's
+ *     process on a GPU the pod does not hold (report: an Event and a metric; kill: SIGKILL too)
  */
 public record GpuSettings(
     GpuBackends.Mode backend,
@@ -29,7 +32,28 @@ public record GpuSettings(
     boolean enforceMemory,
     Optional<String> mpsRoot,
     Checkpoints checkpoints,
-    ComputeLimit computeLimit) {
+    ComputeLimit computeLimit,
+    UsageRules.UngrantedAction ungrantedProcesses) {
+
+  /** Settings that report ungranted GPU use (the default) and never kill it. */
+  public GpuSettings(
+      GpuBackends.Mode backend,
+      Duration telemetryInterval,
+      IdleSettings idle,
+      boolean enforceMemory,
+      Optional<String> mpsRoot,
+      Checkpoints checkpoints,
+      ComputeLimit computeLimit) {
+    this(
+        backend,
+        telemetryInterval,
+        idle,
+        enforceMemory,
+        mpsRoot,
+        checkpoints,
+        computeLimit,
+        UsageRules.UngrantedAction.REPORT);
+  }
 
   /**
    * {@code gpushare.gpu.compute-limit}: {@code auto} (the default) lets {@code libgpushare.so} keep
@@ -141,6 +165,7 @@ public record GpuSettings(
     Objects.requireNonNull(mpsRoot, "mpsRoot");
     Objects.requireNonNull(checkpoints, "checkpoints");
     Objects.requireNonNull(computeLimit, "computeLimit");
+    Objects.requireNonNull(ungrantedProcesses, "ungrantedProcesses");
     if (telemetryInterval.isNegative() || telemetryInterval.isZero()) {
       throw new IllegalArgumentException("telemetry interval " + telemetryInterval + ": want > 0");
     }

@@ -2,6 +2,7 @@ package dev.gpushare.node;
 
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.PodKey;
+import dev.gpushare.arbiter.PodNotes;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.ShareBook;
 import dev.gpushare.arbiter.UsageRules;
@@ -12,6 +13,7 @@ import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.gpu.GpuProcessSample;
 import dev.gpushare.gpu.GpuSample;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -19,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
@@ -84,6 +87,14 @@ final class GpuTelemetry {
     private final Map<String, Map<String, Watched>> watches = new HashMap<>();
 
     private record Watched(Instant grantedAt, Watch watch) {}
+
+    /**
+     * Per node, the ungranted use seen (key: pod entity id and GPU index): since when without a
+     * break, and whether it was told (the Event of its episode).
+     */
+    private final Map<String, Map<String, Ungranted>> ungranted = new HashMap<>();
+
+    private record Ungranted(Instant since, boolean told) {}
 
     State(
         ActorContext<Msg> ctx,
@@ -259,6 +270,94 @@ final class GpuTelemetry {
       }
       watches.put(s.node(), kept);
       service.publishUsage(s.node(), reports);
+      judgeUngranted(s, book, now);
+    }
+
+    /**
+     * Ungranted use ({@link UsageRules#ungranted}): each process the sample lists on a GPU, mapped
+     * to its pod (cgroup, or the simulator's script), against what the pod holds. Use seen for
+     * {@link UsageRules#UNGRANTED_AFTER} gets a Warning Event once per episode and the metric, and
+     * with {@code ungranted-processes = kill} its processes are killed (an Event each time).
+     */
+    private void judgeUngranted(NodeSample s, ShareBook book, Instant now) {
+      Map<String, String> podByUid = new HashMap<>();
+      book.members().forEach((id, m) -> podByUid.put(m.key().uid(), id));
+      Map<String, List<Long>> found = new TreeMap<>(); // "pod@gpu" → pids
+      Map<String, GpuSample> gpuOf = new HashMap<>();
+      for (GpuSample g : s.samples()) {
+        if (!g.processesListed()) {
+          continue;
+        }
+        for (GpuProcessSample p : g.processes()) {
+          String pod = s.backend().podUidOf(p.pid()).map(podByUid::get).orElse(null);
+          if (pod == null) {
+            continue; // not a pod of this node (the host's own, another node's)
+          }
+          ShareBook.Holding h = book.holdings().get(pod);
+          if (UsageRules.ungranted(
+              h == null ? OptionalInt.empty() : OptionalInt.of(h.gpu()), g.index())) {
+            String episode = pod + "@" + g.index();
+            found.computeIfAbsent(episode, e -> new ArrayList<>()).add(p.pid());
+            gpuOf.put(episode, g);
+          }
+        }
+      }
+      Map<String, Ungranted> before = ungranted.getOrDefault(s.node(), Map.of());
+      Map<String, Ungranted> seen = new HashMap<>();
+      Map<PodKey, Map<Integer, Integer>> counts = new HashMap<>();
+      boolean kill = settings.ungrantedProcesses() == UsageRules.UngrantedAction.KILL;
+      for (Map.Entry<String, List<Long>> e : found.entrySet()) {
+        String pod = e.getKey().substring(0, e.getKey().lastIndexOf('@'));
+        GpuSample gpu = gpuOf.get(e.getKey());
+        Ungranted was = before.get(e.getKey());
+        Instant since = was == null ? now : was.since();
+        boolean told = was != null && was.told();
+        if (Duration.between(since, now).compareTo(UsageRules.UNGRANTED_AFTER) < 0) {
+          seen.put(e.getKey(), new Ungranted(since, false)); // maybe still being stopped
+          continue;
+        }
+        PodKey key = book.members().get(pod).key();
+        ShareBook.Holding h = book.holdings().get(pod);
+        int held = h == null ? -1 : h.gpu();
+        List<Long> pids = e.getValue();
+        counts.computeIfAbsent(key, k -> new TreeMap<>()).put(gpu.index(), pids.size());
+        List<Long> killed = kill ? pids.stream().filter(s.backend()::kill).toList() : List.of();
+        if (!killed.isEmpty()) {
+          tellUngranted(s.node(), key, gpu, killed, held, true, now);
+        }
+        if (killed.size() < pids.size() && !told) {
+          List<Long> left = pids.stream().filter(pid -> !killed.contains(pid)).toList();
+          if (kill) {
+            ctx.getLog()
+                .warn(
+                    "node {}: could not kill {} of {} (ungranted use of GPU {}): the member needs"
+                        + " the host's PID namespace (hostPID) to signal them",
+                    s.node(),
+                    left,
+                    key.ref(),
+                    gpu.index());
+          }
+          tellUngranted(s.node(), key, gpu, left, held, false, now);
+          told = true;
+        }
+        seen.put(e.getKey(), new Ungranted(since, told));
+      }
+      ungranted.put(s.node(), seen);
+      service.ungrantedUse(s.node(), counts);
+    }
+
+    private void tellUngranted(
+        String node,
+        PodKey key,
+        GpuSample gpu,
+        List<Long> pids,
+        int held,
+        boolean killed,
+        Instant now) {
+      PodNotes.EventNote note =
+          PodNotes.ungrantedUseEvent(gpu.index(), gpu.uuid(), pids, held, killed, now);
+      ctx.getLog().warn("node {}: {} {}", node, key.ref(), note.message());
+      service.tellPod(node, key, note);
     }
 
     private void act(String node, String pod, PodKey key, Verdict v) {

@@ -6,6 +6,7 @@ import dev.gpushare.arbiter.actor.ArbiterPeers;
 import dev.gpushare.arbiter.actor.NodeArbiter;
 import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.gpu.GpuDevice;
+import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.Views.NodeView;
 import java.time.Duration;
 import java.util.List;
@@ -31,6 +32,7 @@ final class TelemetryPort {
   private final LocalGpus local;
   private final NodeRegistration registration;
   private final ChangeFanOut fanOut;
+  private final GpuShareMetrics metrics;
 
   /** What this member last published per node it samples. */
   private final Map<String, Map<String, Changes.PodUsageReport>> published =
@@ -43,7 +45,8 @@ final class TelemetryPort {
       Duration timeout,
       LocalGpus local,
       NodeRegistration registration,
-      ChangeFanOut fanOut) {
+      ChangeFanOut fanOut,
+      GpuShareMetrics metrics) {
     this.system = system;
     this.asks = asks;
     this.entities = entities;
@@ -51,6 +54,12 @@ final class TelemetryPort {
     this.local = local;
     this.registration = registration;
     this.fanOut = fanOut;
+    this.metrics = metrics;
+  }
+
+  /** The node's ungranted GPU use in its latest sample, for this member's metrics. */
+  void ungrantedUse(String node, Map<PodKey, Map<Integer, Integer>> processes) {
+    metrics.ungrantedUse(node, processes);
   }
 
   /** The registered nodes this member samples ({@link LocalGpus}). */

@@ -19,6 +19,8 @@ import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.PodView;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -236,6 +238,121 @@ class GpuTelemetryTest {
         awaitPod("idle-busy", "asked a second time", p -> countEvents(p, PodNotes.IDLE) == 2);
     assertEquals(
         PodState.RUNNING, again.state(), "never released while it worked within the grace");
+  }
+
+  /**
+   * The series of gpushare_pod_ungranted_gpu_processes on this member: "namespace/pod@node/gpu" →
+   * value.
+   */
+  static Map<String, Double> ungrantedSeries(GpuShareService service) {
+    Map<String, Double> out = new java.util.TreeMap<>();
+    for (MetricSnapshot m : service.metrics().registry().scrape()) {
+      if (m.getMetadata().getName().equals("gpushare_pod_ungranted_gpu_processes")) {
+        for (var d : ((GaugeSnapshot) m).getDataPoints()) {
+          var l = d.getLabels();
+          out.put(
+              l.get("namespace") + "/" + l.get("pod") + "@" + l.get("node") + "/" + l.get("gpu"),
+              d.getValue());
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * One more telemetry round of {@code node} after this call: {@code pod}'s own process on its GPU
+   * is scripted anew with {@code memoryMiB}, and its view shows it.
+   */
+  static void round(String node, PodView pod, long pid, long memoryMiB) throws Exception {
+    script(node, pod.gpu().index(), new GpuProcess(pid, pod.uid(), memoryMiB, OptionalInt.of(5)));
+    awaitPod(
+        pod.name(),
+        "a round with " + memoryMiB + " MiB",
+        p -> p.usage() != null && p.usage().memoryUsedMiB() == memoryMiB);
+  }
+
+  @Test
+  void aPodsProcessOnAGpuItDoesNotHoldIsToldOnceWithAWarningEventAndTheMetric() throws Exception {
+    await(service.putNode(GpuShareServiceTest.node("t-ungr", 2, null)));
+    PodView a = running("t-ungr", "ungr-a", 50);
+    PodView b = await(service.createPod(GpuShareServiceTest.pod("t-ungr", "ungr-b", 50, 50)));
+    assertEquals(PodState.HIBERNATION, b.state());
+    int other = 1 - a.gpu().index();
+    // a static binary of each pod on the GPU neither holds: no grant, so LD_PRELOAD never ran
+    script(
+        "t-ungr",
+        other,
+        new GpuProcess(401, a.uid(), 500, OptionalInt.of(10)),
+        new GpuProcess(402, b.uid(), 700, OptionalInt.of(10)),
+        new GpuProcess(403, b.uid(), 100, OptionalInt.of(0)));
+    round("t-ungr", a, 400, 101); // seen in this round,
+    round("t-ungr", a, 400, 102); // and this one's sighting is recorded: less than 90 s so far
+    assertTrue(
+        !hasEvent(await(service.pod("default", "ungr-b")), PodNotes.UNGRANTED_USE),
+        "a stop sequence may still be under way: not yet told");
+    assertTrue(ungrantedSeries(service).isEmpty(), ungrantedSeries(service)::toString);
+
+    await(service.advance(Duration.ofSeconds(90)));
+    PodView told =
+        awaitPod("ungr-b", "told of its ungranted use", p -> hasEvent(p, PodNotes.UNGRANTED_USE));
+    EventView e =
+        told.events().stream()
+            .filter(x -> x.reason().equals(PodNotes.UNGRANTED_USE))
+            .findFirst()
+            .orElseThrow();
+    assertEquals("Warning", e.type());
+    String uuid = await(service.node("t-ungr")).gpus().get(other).uuid();
+    assertEquals(
+        "processes 402, 403 use GPU "
+            + other
+            + " ("
+            + uuid
+            + ") without a grant (the pod holds no GPU): run the workload through"
+            + " libgpushare.so (LD_PRELOAD; a static or musl binary ignores it) or `gpushare run`,"
+            + " so that it uses a GPU only while granted.",
+        e.message());
+    PodView aTold = awaitPod("ungr-a", "told too", p -> hasEvent(p, PodNotes.UNGRANTED_USE));
+    assertTrue(
+        aTold.events().stream()
+            .anyMatch(
+                x ->
+                    x.message()
+                        .startsWith(
+                            "process 401 use GPU "
+                                + other
+                                + " ("
+                                + uuid
+                                + ") without a grant (the pod holds GPU "
+                                + a.gpu().index()
+                                + ")")),
+        aTold.events()::toString);
+    assertEquals(PodState.RUNNING, aTold.state(), "reported, nothing else done");
+    assertEquals(
+        Map.of(
+            "default/ungr-a@t-ungr/" + other, 1.0,
+            "default/ungr-b@t-ungr/" + other, 2.0),
+        ungrantedSeries(service));
+
+    // once per episode: more rounds, no second Event
+    round("t-ungr", a, 400, 103);
+    round("t-ungr", a, 400, 104);
+    assertEquals(1, countEvents(await(service.pod("default", "ungr-b")), PodNotes.UNGRANTED_USE));
+    assertTrue(
+        await(service.pod("default", "ungr-b")).events().stream()
+            .noneMatch(x -> x.reason().equals(PodNotes.UNGRANTED_KILLED)),
+        "report only: nothing killed");
+
+    // the episode ends: the series go, a later use is a new episode, told again after 90 s
+    script("t-ungr", other);
+    round("t-ungr", a, 400, 105);
+    assertTrue(ungrantedSeries(service).isEmpty(), ungrantedSeries(service)::toString);
+    script("t-ungr", other, new GpuProcess(404, b.uid(), 100, OptionalInt.of(0)));
+    round("t-ungr", a, 400, 106);
+    round("t-ungr", a, 400, 107);
+    await(service.advance(Duration.ofSeconds(90)));
+    awaitPod("ungr-b", "told again", p -> countEvents(p, PodNotes.UNGRANTED_USE) == 2);
+    script("t-ungr", other);
+    await(service.release("default", "ungr-a"));
   }
 
   @Test

@@ -80,6 +80,7 @@ class MonitoringRulesTest {
           "GpushareQueueHeadStuck",
           "GpusharePreemptionBurst",
           "GpusharePodOverMemoryLimit",
+          "GpusharePodUngrantedGpuUse",
           "GpushareCheckpointFailures",
           "GpushareKubernetesWritesFailing");
 

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigObject;
 import com.typesafe.config.ConfigValue;
+import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.node.GpuSettings;
@@ -34,6 +35,8 @@ import java.util.stream.Collectors;
  *   checkpoint-lock-timeout = 10s   # how long a lock may wait for CUDA work in flight; above 0
  *   compute-limit = auto            # auto | off: libgpushare.so keeps a pod's compute at or under
  *                                   #   its core limit when the node runs no MPS (auto), or never
+ *   ungranted-processes = report    # report | kill: a pod's process on a GPU the pod does not hold
+ *                                   #   gets an Event and a metric; kill: SIGKILL too
  * }
  * </pre>
  *
@@ -59,7 +62,8 @@ final class GpuConfig {
           "checkpoint",
           "checkpoint-host-memory-limit",
           "checkpoint-lock-timeout",
-          "compute-limit");
+          "compute-limit",
+          "ungranted-processes");
 
   private static final String BACKENDS =
       Arrays.stream(GpuBackends.Mode.values())
@@ -75,6 +79,10 @@ final class GpuConfig {
   private static final String COMPUTE_LIMIT =
       "auto (libgpushare.so keeps each pod's compute at or under its core limit when the node"
           + " runs no MPS; under MPS, MPS does) or off (the library never limits compute)";
+
+  private static final String UNGRANTED =
+      "report (a pod's process on a GPU the pod does not hold gets an Event and a metric) or kill"
+          + " (and the member ends it with SIGKILL)";
 
   private GpuConfig() {}
 
@@ -171,7 +179,13 @@ final class GpuConfig {
             ? d.computeLimit()
             : errors.scalar(
                 gpu, "compute-limit", AT, COMPUTE_LIMIT, GpuSettings.ComputeLimit::parse);
+    UsageRules.UngrantedAction ungranted =
+        gpu.get("ungranted-processes") == null
+            ? d.ungrantedProcesses()
+            : errors.scalar(
+                gpu, "ungranted-processes", AT, UNGRANTED, UsageRules.UngrantedAction::parse);
     if (backend == null
+        || ungranted == null
         || interval == null
         || after == null
         || grace == null
@@ -190,7 +204,8 @@ final class GpuConfig {
         enforce.booleanValue(),
         mpsRoot,
         new GpuSettings.Checkpoints(checkpoint.booleanValue(), hostMemory.longValue(), lock),
-        computeLimit);
+        computeLimit,
+        ungranted);
   }
 
   private static Optional<GpuBackends.Mode> backend(String value) {

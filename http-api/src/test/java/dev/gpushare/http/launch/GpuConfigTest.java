@@ -7,6 +7,7 @@ import static org.junit.jupiter.params.provider.Arguments.arguments;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.node.GpuSettings;
@@ -140,6 +141,29 @@ class GpuConfigTest {
   }
 
   @Test
+  void ungrantedProcessesAreReportedByDefaultOrKilled() {
+    assertEquals(UsageRules.UngrantedAction.REPORT, read("").ungrantedProcesses(), "the default");
+    assertEquals(
+        UsageRules.UngrantedAction.REPORT,
+        read("gpushare.gpu.ungranted-processes = report").ungrantedProcesses());
+    assertEquals(
+        UsageRules.UngrantedAction.KILL,
+        read("gpushare.gpu.ungranted-processes = KILL").ungrantedProcesses());
+  }
+
+  @Test
+  void aBadUngrantedProcessesValueIsNamedWithWhereItWasSetAndWhatIsAccepted() {
+    String message = refused("gpushare.gpu.ungranted-processes = stop");
+    assertTrue(message.startsWith("invalid configuration (1 error):"), message);
+    assertTrue(message.contains("gpushare.gpu.ungranted-processes: 'stop' given at "), message);
+    assertTrue(
+        message.contains(
+            "expected report (a pod's process on a GPU the pod does not hold gets an Event and a"
+                + " metric) or kill (and the member ends it with SIGKILL)"),
+        message);
+  }
+
+  @Test
   void mpsRootDefaultsToTheEnvironment() {
     Map<String, String> env = Map.of(GpuConfig.MPS_ROOT_ENV, "/run/gpushare/mps");
     assertEquals(Optional.of("/run/gpushare/mps"), read("", env).mpsRoot());
@@ -167,7 +191,8 @@ class GpuConfigTest {
         message.contains(
             "unknown key; accepted keys: backend, checkpoint, checkpoint-host-memory-limit,"
                 + " checkpoint-lock-timeout, compute-limit, idle-release-after,"
-                + " idle-release-grace, memory-limit-enforcement, mps-root, telemetry-interval"),
+                + " idle-release-grace, memory-limit-enforcement, mps-root, telemetry-interval,"
+                + " ungranted-processes"),
         message);
   }
 

@@ -12,6 +12,7 @@ import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.api.Views.QueueEntryView;
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.Gauge;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
@@ -113,6 +114,11 @@ public final class GpuShareMetrics implements ArbiterMetrics {
   private final Counter kubernetesWrites;
   private final Counter httpRequests;
   private final Histogram httpDuration;
+  private final Gauge ungranted;
+
+  /** Per node this member samples, the label values of its ungranted series last set. */
+  private final Map<String, Set<List<String>>> ungrantedSeries = new ConcurrentHashMap<>();
+
   private final Set<String> nodesSeen = ConcurrentHashMap.newKeySet();
   private volatile DataDirectoryGauges dataDirectory;
 
@@ -193,8 +199,42 @@ public final class GpuShareMetrics implements ArbiterMetrics {
             .classicOnly()
             .classicUpperBounds(HTTP_BUCKETS)
             .register(registry);
+    ungranted =
+        Gauge.builder()
+            .name("gpushare_pod_ungranted_gpu_processes")
+            .help(
+                "Processes of a pod on a GPU the pod does not hold (latest telemetry sample of the"
+                    + " member that samples the node): a program libgpushare.so could not enter,"
+                    + " such as a static or musl binary. Absent when there are none.")
+            .labelNames("namespace", "pod", "node", "gpu")
+            .register(registry);
     for (String operation : JOURNAL_OPERATIONS) {
       journalErrors.initLabelValues(ARBITER_ENTITY, operation);
+    }
+  }
+
+  /**
+   * The latest telemetry sample of {@code node} (on the member that samples it): per pod, per GPU
+   * it does not hold, how many of its processes use that GPU; series no longer there are dropped.
+   */
+  public void ungrantedUse(String node, Map<PodKey, Map<Integer, Integer>> processes) {
+    Set<List<String>> now = new java.util.HashSet<>();
+    processes.forEach(
+        (pod, byGpu) ->
+            byGpu.forEach(
+                (gpu, count) -> {
+                  List<String> labels =
+                      List.of(pod.namespace(), pod.name(), node, Integer.toString(gpu));
+                  now.add(labels);
+                  ungranted.labelValues(labels.toArray(String[]::new)).set(count);
+                }));
+    Set<List<String>> before = ungrantedSeries.put(node, now);
+    if (before != null) {
+      for (List<String> labels : before) {
+        if (!now.contains(labels)) {
+          ungranted.remove(labels.toArray(String[]::new));
+        }
+      }
     }
   }
 
