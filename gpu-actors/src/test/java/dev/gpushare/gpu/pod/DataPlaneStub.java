@@ -130,6 +130,7 @@ public final class DataPlaneStub implements AutoCloseable {
   }
 
   private record CutRule(Predicate<Request> which, Cut how, int[] left) {}
+
   private ServerSocketChannel unix;
 
   private DataPlaneStub() throws IOException {
@@ -284,8 +285,8 @@ public final class DataPlaneStub implements AutoCloseable {
   }
 
   /**
-   * Holds every request that matches (after recording it) until {@link #release()}: an answer
-   * that takes as long as the test wants.
+   * Holds every request that matches (after recording it) until {@link #release()}: an answer that
+   * takes as long as the test wants.
    */
   public synchronized DataPlaneStub hold(Predicate<Request> which) {
     holding = which;

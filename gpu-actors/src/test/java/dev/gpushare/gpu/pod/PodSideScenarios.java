@@ -958,7 +958,8 @@ abstract class PodSideScenarios {
     }
   }
 
-  // ------------------------------------------------------------------ issue 32: the data plane fails
+  // ------------------------------------------------------------------ issue 32: the data plane
+  // fails
 
   @Test
   void anAnswerCutShortIsAnErrorAndTheCallGoesOnOnceAWholeOneComes() throws Exception {
@@ -1006,8 +1007,7 @@ abstract class PodSideScenarios {
   @Test
   void a404OnTheWatchIsLookedAtAgainAndStopsNothingWhileTheViewSaysRunning() throws Exception {
     a.grantOnDemand(0);
-    try (PodProcess p =
-        workload(a, "init", "ctx", "stdin", "launch", "exit:0").debug().start()) {
+    try (PodProcess p = workload(a, "init", "ctx", "stdin", "launch", "exit:0").debug().start()) {
       p.awaitStdout("ctx -> 0", T);
       settled(p);
       int watches = stub.requests("GET", "/watch").size();
