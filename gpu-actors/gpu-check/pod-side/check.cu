@@ -8,6 +8,9 @@
 //              it exits (30 s at most)
 //   hammer:S   S seconds of 1 ms kernels back to back (at most 8 in flight): a pod that would take
 //              the whole GPU, for the compute limit; prints how many kernels ran
+//   graphs:S   S seconds of CUDA graphs of four 1 ms kernels, launched back to back
+//   entrypoints  the driver's answers to cuGetProcAddress_v2 and the object each lies in
+//              (entry_points.h); the last step
 //   alloc:N    cudaMalloc of N bytes     free  the latest allocation
 //   meminfo    cudaMemGetInfo: free and total, and the GPU's own total (gpu=)
 //   fill:N     allocates N bytes and fills them with a pattern
@@ -23,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <cuda_runtime.h>
+
+#include "entry_points.h"
 
 __global__ void spin(unsigned long long ns) {
   unsigned long long start, now;
@@ -105,6 +110,35 @@ static cudaError_t step(const char *s, char *extra, size_t n) {
     if (rc == cudaSuccess) rc = cudaDeviceSynchronize();
     snprintf(extra, n, " kernels=%ld", kernels);
     return rc;
+  }
+  if (sscanf(s, "graphs:%llu", &a) == 1) {
+    // a graph of four 1 ms kernels captured from a stream, launched back to back (at most two in
+    // flight): what vLLM's decode and torch.compile's CUDA graphs put on a GPU
+    cudaStream_t st = nullptr;
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    long graphs = 0;
+    cudaError_t rc = cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    if (rc == cudaSuccess) rc = cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal);
+    if (rc == cudaSuccess) {
+      for (int k = 0; k < 4; k++) spin<<<1, 1, 0, st>>>(1000000ull);
+      rc = cudaStreamEndCapture(st, &g);
+    }
+    if (rc == cudaSuccess) rc = cudaGraphInstantiate(&ge, g, 0);
+    for (double start = now_s(); rc == cudaSuccess && now_s() - start < (double)a; graphs++) {
+      rc = cudaGraphLaunch(ge, st);
+      if (rc == cudaSuccess && graphs % 2 == 1) rc = cudaStreamSynchronize(st);
+    }
+    if (rc == cudaSuccess) rc = cudaStreamSynchronize(st);
+    snprintf(extra, n, " graphs=%ld", graphs);
+    return rc;
+  }
+  if (strcmp(s, "entrypoints") == 0) {
+    char list[2048];
+    int internal = 0, answered = gc_entry_points(list, sizeof list, &internal);
+    printf("%s -> %d answered=%d internal=%d%s\n", s, answered < 0 ? 100 : 0, answered, internal,
+           list);
+    exit(0);
   }
   if (sscanf(s, "alloc:%llu", &a) == 1) {
     void *p = nullptr;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pod-side GPU check: a real CUDA program (check.cu) under libgpushare.so, against the real
 # driver, runtime and nvidia-smi, with standin.py in the place of the node's data plane (the GPU
-# machine has no Java, so no member: run.sh scripts the pod's state itself). Four steps, each
+# machine has no Java, so no member: run.sh scripts the pod's state itself). Eight steps, each
 # ending in one line "OK ..." or "FAIL ..." with the evidence:
 #   1 grant    the first CUDA call waits while the pod is Ready, goes on once it is Running
 #   2 view     nvidia-smi as a child of the program: one GPU, the pod's own utilisation relative to
@@ -13,6 +13,14 @@
 #   5 compute  a second program at core limit 30 on a node without MPS (computeLimit.mode
 #              library) launches 1 ms kernels back to back for 8 s: the utilisation nvidia-smi
 #              shows on the host (outside the library) stays near 30 % once settled
+#   6 graphs   the same with CUDA graphs of four 1 ms kernels (cudaGraphLaunch: what vLLM's decode
+#              and torch.compile launch)
+#   7 entry    what the driver answers cuGetProcAddress with for a few names (how many are internal
+#              entry points, not its exported symbols), and that under the library every answer is
+#              the library's wrapper (entry_points.h)
+#   8 pid 1    the program as PID 1 of its own PID namespace (unshare, as a container's command)
+#              holding GPU memory, preempted: the library ends it (status 138, 128 + SIGUSR1,
+#              which the kernel ignores at PID 1) and nvidia-smi no longer lists it
 # Run from the repository root; needs the NVIDIA driver, nvcc (PATH or /usr/local/cuda/bin),
 # python3 and cc. No Maven, no Java. Everything goes under a temp dir (KEEP=1 keeps it).
 #
@@ -95,7 +103,7 @@ else
   need nvidia-smi "install the NVIDIA driver"
   nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
   [[ -x $nvcc ]] || { echo "FAIL nvcc not found: install the CUDA toolkit"; exit 2; }
-  "$nvcc" -O2 -o "$T/check" "$here/check.cu" || { echo "FAIL nvcc could not build check.cu"; exit 2; }
+  "$nvcc" -O2 -o "$T/check" "$here/check.cu" -ldl || { echo "FAIL nvcc could not build check.cu"; exit 2; }
   echo "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)," \
     "$("$nvcc" --version | grep -o 'release [0-9.]*')"
   libcuda=libcuda.so.1 tolerance=25 # two nvidia-smi samples of a duty cycle, side by side
@@ -281,38 +289,107 @@ else
     fail "exit: status $rc, $released DELETE demand"
   fi
 fi
-# 5 compute: core limit 30, a program that would take the whole GPU; the host's nvidia-smi.
+# 5 compute and 6 graphs: core limit 30, a program that would take the whole GPU, with kernels (5)
+# and with CUDA graphs (6: what vLLM's decode and torch.compile launch); the host's nvidia-smi.
 LIMIT5=30 SECS5=8
-standin set "{\"onDemand\":\"none\",$running,\"limits\":{\"core\":$LIMIT5,\"memory\":$LIMIT_MEMORY},\"computeLimit\":{\"mode\":\"library\",\"aimPercent\":$LIMIT5}}"
 if ((rehearse)); then
-  prog5=("$T/busy" --seconds "$SECS5") tol5=5
   export FAKE_GPU_FILE="$T/gpu" # the fakes' shared timeline: kernels of 1 ms, NVML over 100 ms
   unset FAKE_NVML_UTIL
+  tol5=5
 else
-  prog5=("$T/check" count "hammer:$SECS5") tol5=10 # nvidia-smi's samples of a real GPU
+  tol5=10 # nvidia-smi's samples of a real GPU
 fi
-env "${penv[@]}" "${prog5[@]}" </dev/null >"$T/out5" 2>"$T/err5" &
-pid5=$! jobs_+=($!)
-standin set "{\"hostPids\":[$pid5]}" # the member's host PIDs of the pod: this program now
-samples5=()
-for i in $(seq 1 $((SECS5 * 2 - 1))); do
-  sleep 0.5
-  ((i <= 6)) && continue # the first 3 s: the program starts and the limit settles
-  u5="$(env -u LD_PRELOAD nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits |
-    grep -i "$UUID" | awk -F', *' '{print $2}')"
-  [[ $u5 =~ ^[0-9]+$ ]] && samples5+=("$u5")
-done
-wait "$pid5"
-rc5=$?
-mean5="$(printf '%s\n' "${samples5[@]}" | awk '{s += $1; n++} END {if (n) printf "%.0f", s / n; else print -1}')"
-report5="$(standin report)"
-off5=$((mean5 - LIMIT5)) && off5=${off5#-}
-if [[ $rc5 == 0 && ${#samples5[@]} -ge 5 && $off5 -le $tol5 && $report5 == *'"aimPercent": '$LIMIT5* ]]; then
-  ok "5 compute: limit $LIMIT5 %: nvidia-smi on the host shows $mean5 % (samples ${samples5[*]}," \
-    "expected $LIMIT5 ± $tol5); the library reported $report5; $(tail -1 "$T/out5")"
+# limited NAME WHAT PROGRAM...: runs PROGRAM at core limit 30 and checks the host's samples.
+limited() {
+  local name=$1 what=$2 i u5 rc5 mean5 report5 off5 pid5 samples5=()
+  shift 2
+  standin set "{\"onDemand\":\"none\",$running,\"limits\":{\"core\":$LIMIT5,\"memory\":$LIMIT_MEMORY},\"computeLimit\":{\"mode\":\"library\",\"aimPercent\":$LIMIT5},\"hostPids\":[]}"
+  env "${penv[@]}" "$@" </dev/null >"$T/out-$name" 2>"$T/err-$name" &
+  pid5=$! jobs_+=($!)
+  standin set "{\"hostPids\":[$pid5]}" # the member's host PIDs of the pod: this program now
+  for i in $(seq 1 $((SECS5 * 2 - 1))); do
+    sleep 0.5
+    ((i <= 6)) && continue # the first 3 s: the program starts and the limit settles
+    u5="$(env -u LD_PRELOAD nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits |
+      grep -i "$UUID" | awk -F', *' '{print $2}')"
+    [[ $u5 =~ ^[0-9]+$ ]] && samples5+=("$u5")
+  done
+  wait "$pid5"
+  rc5=$?
+  mean5="$(printf '%s\n' "${samples5[@]}" | awk '{s += $1; n++} END {if (n) printf "%.0f", s / n; else print -1}')"
+  report5="$(standin report)"
+  off5=$((mean5 - LIMIT5)) && off5=${off5#-}
+  if [[ $rc5 == 0 && ${#samples5[@]} -ge 5 && $off5 -le $tol5 && $report5 == *'"aimPercent": '$LIMIT5* ]]; then
+    ok "$name: $what at limit $LIMIT5 %: nvidia-smi on the host shows $mean5 % (samples" \
+      "${samples5[*]}, expected $LIMIT5 ± $tol5); the library reported $report5; $(tail -1 "$T/out-$name")"
+  else
+    fail "$name: $what at limit $LIMIT5 %: status $rc5, host samples '${samples5[*]}' (mean $mean5," \
+      "expected $LIMIT5 ± $tol5), report '$report5'; stderr: $(tail -3 "$T/err-$name" | tr '\n' ' ')"
+  fi
+}
+if ((rehearse)); then
+  limited "5 compute" "kernels" "$T/busy" --seconds "$SECS5"
+  limited "6 graphs" "graphs of 4 kernels" "$T/busy" --seconds "$SECS5" --graph 4
 else
-  fail "5 compute: limit $LIMIT5 %: status $rc5, host samples '${samples5[*]}' (mean $mean5," \
-    "expected $LIMIT5 ± $tol5), report '$report5'; stderr: $(tail -3 "$T/err5" | tr '\n' ' ')"
+  limited "5 compute" "kernels" "$T/check" count "hammer:$SECS5"
+  limited "6 graphs" "graphs of 4 kernels" "$T/check" count "graphs:$SECS5"
+fi
+
+# 7 entry points: what the driver answers cuGetProcAddress with, without the library (how many
+# internal entry points, not the exported symbols), and that with it every answer is its wrapper.
+if ((rehearse)); then prog7=("$T/workload" entrypoints); else prog7=("$T/check" entrypoints); fi
+raw7="$(env -u LD_PRELOAD "${prog7[@]}" 2>&1 | grep '^entrypoints ->')"
+wrapped7="$(env "${penv[@]}" GPUSHARE_DEBUG=1 "${prog7[@]}" 2>"$T/err7" | grep '^entrypoints ->')"
+not_lib7="$(tr ' ' '\n' <<<"$wrapped7" | grep '@' | grep -v '=libgpushare\.so:' || true)"
+if [[ $(field "$raw7" 3) == 0 && $(field "$wrapped7" 3) == 0 && -n $wrapped7 && -z $not_lib7 ]]; then
+  ok "7 entry points: the driver alone: $(field "$raw7" 4) $(field "$raw7" 5) (internal: answers" \
+    "that are not the exported symbols); under the library every answer is its wrapper;" \
+    "names it let through unwrapped (GPUSHARE_DEBUG): $(grep -c ': not wrapped, its calls go' "$T/err7")"
+else
+  fail "7 entry points: driver alone '${raw7:-nothing}'; under the library '${wrapped7:-nothing}'" \
+    "(not the library's: ${not_lib7:-none})"
+fi
+
+# 8 pid 1: the program as PID 1 of its own PID namespace (a container's command), preempted under
+# the signal contract: the kernel ignores SIGUSR1 at its default there, so the library ends it
+# (exit status 128 + 10) and the GPU memory it held is free.
+if ! unshare --pid --fork --user --map-root-user --kill-child true 2>/dev/null; then
+  echo "SKIP 8 pid 1: unshare --pid --fork --user --map-root-user is not allowed here" \
+    "($(unshare --pid --fork --user --map-root-user true 2>&1 | head -1))"
+else
+  standin set "{\"onDemand\":\"none\",$running,\"limits\":{\"core\":$LIMIT_CORE,\"memory\":$LIMIT_MEMORY},\"computeLimit\":null,\"hostPids\":[]}"
+  if ((rehearse)); then prog8=("$T/workload" init ctx "alloc:$BF" stdin launch); else
+    prog8=("$T/check" count "fill:$BF" stdin verify); fi
+  mkfifo "$T/in8"
+  unshare --pid --fork --user --map-root-user --kill-child \
+    env "${penv[@]}" GPUSHARE_GRACE=2s "${prog8[@]}" <"$T/in8" >"$T/out8" 2>"$T/err8" &
+  pid8=$! jobs_+=($!)
+  exec 4>"$T/in8"
+  held8="$(await "$T/out8" '^(alloc|fill):[0-9]+ -> ' 30)"
+  child8="$(cat /proc/"$pid8"/task/*/children 2>/dev/null | awk '{print $1; exit}')"
+  standin set '{"state":"Ready","gpu":null,"runningSeconds":null,"queuePosition":1,"waitingSeconds":0}'
+  told8="$(await "$T/err8" 'sending SIGUSR1' 10)"
+  for _ in {1..100}; do kill -0 "$pid8" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid8" 2>/dev/null; then
+    rc8="still running 10 s after the preemption"
+    kill -9 "$pid8" 2>/dev/null
+  else
+    wait "$pid8"
+    rc8=$?
+  fi
+  exec 4>&-
+  gone8=yes
+  if ((!rehearse)) && [[ -n $child8 ]] &&
+    nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -qw "$child8"; then
+    gone8="no: nvidia-smi still lists pid $child8"
+  fi
+  if [[ $(field "$held8" 3) == 0 && -n $told8 && $rc8 == 138 && $gone8 == yes ]]; then
+    ok "8 pid 1: held $BF bytes as PID 1 (host pid ${child8:-?}), preempted: '${told8#gpushare: }';" \
+      "ended with status 138 (128 + SIGUSR1) and no longer on the GPU"
+  else
+    fail "8 pid 1: '${held8:-no allocation within 30 s}'; told: '${told8:-no SIGUSR1 line}';" \
+      "status $rc8 (expected 138); gone from the GPU: $gone8; stderr: $(tail -3 "$T/err8" | tr '\n' ' ')"
+  fi
 fi
 
 transcript

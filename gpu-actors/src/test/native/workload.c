@@ -29,6 +29,8 @@
  *   stdin (waits for a line on its standard input)  ignore:USR1|TERM|INT (SIG_IGN)
  *   fork: the child runs the steps after it; the parent waits and exits with the child's status
  *   env:NAME (prints the variable's value as the program sees it, or "(unset)")
+ *   entrypoints (the driver's answers to cuGetProcAddress_v2 for a few names, and the object each
+ *   lies in: gpu-check/pod-side/entry_points.h)
  *   exec: the process executes itself anew (same options) with the steps after it
  * Exit status 0 after the last step (or exit:N's N); 2 on a usage error.
  */
@@ -41,6 +43,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../../../gpu-check/pod-side/entry_points.h"
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -304,6 +308,12 @@ static int step(const char *s, int *exit_now) {
     rc = sync_v2 ? sync_v2(NULL) : CALL(sync);
   } else if (strcmp(s, "streamsync") == 0) {
     rc = CALL(stream_sync, NULL);
+  } else if (strcmp(s, "entrypoints") == 0) {
+    char list[2048];
+    int internal = 0, answered = gc_entry_points(list, sizeof list, &internal);
+    printf("%s -> %d answered=%d internal=%d%s\n", s, answered < 0 ? 100 : 0, answered, internal,
+           list);
+    return 0;
   } else if (strncmp(s, "env:", 4) == 0) {
     const char *v = getenv(s + 4);
     snprintf(extra, sizeof extra, " %s", v ? v : "(unset)");
