@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.gpushare.arbiter.UsageRules;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -42,7 +43,7 @@ import org.junit.jupiter.api.io.TempDir;
  * prometheus}, installed by {@code .ci/run}; without it the test is skipped and says so): a real
  * member in Kubernetes mode (the fabric8 mock API server) runs a short share-pool workload — pods
  * granted and queued, a duration-based preemption on the manual clock, GPU telemetry, a compute
- * report, Kubernetes writes — while Prometheus scrapes it every second with the bearer token the
+ * report, a process left on a GPU its pod no longer holds, Kubernetes writes — while Prometheus scrapes it every second with the bearer token the
  * members require and evaluates the shipped alert rules. Then:
  *
  * <ol>
@@ -254,6 +255,22 @@ class PrometheusTest {
     awaitTrue(
         "c runs after the preemption", () -> "Running".equals(api.pod("c").path("state").asText()));
     assertReady(api.pod("a"), 1);
+    // a's process stays on GPU 0, which a no longer holds (a workload the library cannot enter):
+    // seen by telemetry rounds for UsageRules.UNGRANTED_AFTER on the manual clock, it is ungranted
+    // use (its metric, its alert). A few steps of 91 s: the first round that sees it after the
+    // preemption starts the episode; together far from c's 60 minutes, so c keeps GPU 0.
+    boolean reported = false;
+    for (int step = 0; step < 5 && !reported; step++) {
+      api.advance(UsageRules.UNGRANTED_AFTER.toSeconds() + 1);
+      Instant until = Instant.now().plusSeconds(5);
+      while (!reported && Instant.now().isBefore(until)) {
+        reported = api.get("/metrics").body().contains("gpushare_pod_ungranted_gpu_processes{");
+        if (!reported) {
+          sleep(250);
+        }
+      }
+    }
+    assertTrue(reported, "a's process on GPU 0 is reported as ungranted use");
     // the view and the Kubernetes writes of the node status have happened
     awaitTrue(
         "the node's status is written to the API server",
@@ -422,6 +439,15 @@ class PrometheusTest {
 
   private static double first(List<JsonNode> series) {
     return series.isEmpty() ? 0 : series.get(0).path("value").path(1).asDouble();
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted", e);
+    }
   }
 
   private void awaitTrue(String what, Supplier<Boolean> condition) {
