@@ -43,8 +43,9 @@ import org.junit.jupiter.api.io.TempDir;
  * prometheus}, installed by {@code .ci/run}; without it the test is skipped and says so): a real
  * member in Kubernetes mode (the fabric8 mock API server) runs a short share-pool workload — pods
  * granted and queued, a duration-based preemption on the manual clock, GPU telemetry, a compute
- * report, a process left on a GPU its pod no longer holds, Kubernetes writes — while Prometheus scrapes it every second with the bearer token the
- * members require and evaluates the shipped alert rules. Then:
+ * report, a process left on a GPU its pod no longer holds, Kubernetes writes — while Prometheus
+ * scrapes it every second with the bearer token the members require and evaluates the shipped alert
+ * rules. Then:
  *
  * <ol>
  *   <li>the target is up (the token is accepted) and every rule is loaded and evaluates healthily;
