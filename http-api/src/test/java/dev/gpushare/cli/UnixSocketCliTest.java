@@ -15,8 +15,10 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -82,14 +84,16 @@ class UnixSocketCliTest {
     end.countDown();
     Path fifo = dir.resolve("started");
     if (Files.exists(fifo)) {
-      // a watch still waiting for CMD to start (a failed test) gets its line
+      // a watch still waiting for CMD to start (a failed test) gets its line. WRITE without
+      // CREATE: once JUnit has deleted the temporary directory's fifo, this thread's write must
+      // fail, not put a new file into the directory JUnit is deleting (which then fails the test)
       Thread unblock =
           new Thread(
               () -> {
-                try {
-                  Files.writeString(fifo, "ended\n");
+                try (var w = Files.newOutputStream(fifo, StandardOpenOption.WRITE)) {
+                  w.write("ended\n".getBytes(StandardCharsets.UTF_8));
                 } catch (IOException e) {
-                  // nobody reads it
+                  // nobody reads it, or it is gone
                 }
               });
       unblock.setDaemon(true);
