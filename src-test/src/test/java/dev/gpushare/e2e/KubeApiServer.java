@@ -35,14 +35,23 @@ import java.util.Map;
  * <p>Unlike the stock CRUD mock, a PUT that carries a stale {@code resourceVersion} is refused with
  * 409, as the real API server does (optimistic locking). The last requests with their answers are
  * kept for failure messages ({@link #recentExchanges}).
+ *
+ * <p>{@link RealKubeApiServer} is the same face on a real API server (issue 33): a test written
+ * against this class runs there too, with the member on the shipped ServiceAccount's RBAC.
  */
-final class KubeApiServer implements AutoCloseable {
+class KubeApiServer implements AutoCloseable {
   static final String NS = Api.NS;
   private static final int KEPT_EXCHANGES = 400;
 
   private final Dispatcher dispatcher = new Dispatcher();
   private final KubernetesMockServer server;
   final KubernetesClient kubectl;
+
+  /** For {@link RealKubeApiServer}: {@code admin} plays kubectl; no mock server. */
+  protected KubeApiServer(KubernetesClient admin) {
+    server = null;
+    kubectl = admin;
+  }
 
   KubeApiServer() {
     server =
@@ -60,6 +69,20 @@ final class KubeApiServer implements AutoCloseable {
   String url() {
     return "http://127.0.0.1:" + server.getPort();
   }
+
+  /**
+   * The environment of a member that uses this server: {@link #outsideACluster()}, plus its
+   * credentials where they come from a file ({@code KUBECONFIG} on a real API server).
+   */
+  Map<String, String> memberEnvironment() {
+    return outsideACluster();
+  }
+
+  /**
+   * Fails if a member's log shows the API server refusing it (an RBAC denial): none on a mock,
+   * which authorises nothing.
+   */
+  void assertNoDenials(java.nio.file.Path memberLog) {}
 
   /** The JVM options that point a member's fabric8 client at this server, and nowhere else. */
   List<String> clientProperties() {

@@ -100,9 +100,14 @@ class KubernetesModeTest {
 
   private Cluster main;
 
+  /** The API server each cluster of this class runs against: the fabric8 mock here. */
+  KubeApiServer apiServer() {
+    return new KubeApiServer();
+  }
+
   @BeforeAll
   void startMainCluster(@TempDir Path dir) {
-    main = Cluster.start("KubernetesModeTest-kubelet", dir, "kubelet");
+    main = Cluster.start(this::apiServer, "KubernetesModeTest-kubelet", dir, "kubelet");
   }
 
   @AfterAll
@@ -566,7 +571,7 @@ class KubernetesModeTest {
   @Test
   @Order(6)
   void virtualNodeShowsTheReferenceStatusOnAndOff(@TempDir Path dir) {
-    try (Cluster v = Cluster.start("KubernetesModeTest-virtual", dir, "virtual")) {
+    try (Cluster v = Cluster.start(this::apiServer, "KubernetesModeTest-virtual", dir, "virtual")) {
       KubeApiServer k = v.kube;
       String n = "hpn-virtual";
       k.createNode(referenceNode(n, null, null));
@@ -693,6 +698,7 @@ class KubernetesModeTest {
     String one = "one-gpu";
     try (Cluster c =
         Cluster.start(
+            this::apiServer,
             "KubernetesModeTest-restart",
             dir,
             "virtual",
@@ -842,13 +848,19 @@ class KubernetesModeTest {
       this.mode = mode;
     }
 
-    static Cluster start(String label, Path dir, String mode) {
-      return start(label, dir, mode, kube -> {});
+    static Cluster start(
+        java.util.function.Supplier<KubeApiServer> servers, String label, Path dir, String mode) {
+      return start(servers, label, dir, mode, kube -> {});
     }
 
     /** {@code before} prepares the API server before gpushare starts. */
-    static Cluster start(String label, Path dir, String mode, Consumer<KubeApiServer> before) {
-      KubeApiServer kube = new KubeApiServer();
+    static Cluster start(
+        java.util.function.Supplier<KubeApiServer> servers,
+        String label,
+        Path dir,
+        String mode,
+        Consumer<KubeApiServer> before) {
+      KubeApiServer kube = servers.get();
       Cluster c = new Cluster(kube, dir, label, mode);
       try {
         before.accept(kube);
@@ -881,7 +893,7 @@ class KubernetesModeTest {
         throw new UncheckedIOException(e);
       }
       List<String> jvm = kube.clientProperties();
-      Map<String, String> env = KubeApiServer.outsideACluster();
+      Map<String, String> env = kube.memberEnvironment();
       env.put("POD_NAME", POD_NAME);
       server =
           ServerProcess.start(
@@ -903,11 +915,13 @@ class KubernetesModeTest {
           + String.join("\n  ", recent.subList(Math.max(0, recent.size() - 25), recent.size()));
     }
 
+    /** Stops the child, then fails if its log shows the API server refusing it (RBAC). */
     @Override
     public void close() {
       try {
         if (server != null) {
           server.stop();
+          kube.assertNoDenials(server.logFile());
         }
       } finally {
         kube.close();

@@ -1,0 +1,290 @@
+package dev.gpushare.e2e;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code deploy/} against a real API server (issue 33, item 1): the install of deploy/README.md —
+ * namespace, Secret, {@code kubectl apply --server-side -k deploy/} — with and without
+ * cert-manager's CRDs, {@code bootstrap-tls.sh} (the install without cert-manager), and each
+ * component through an overlay beside the base, as the README writes it. The real API server
+ * validates every field (server-side apply with strict field validation), defaults, runs admission
+ * (Pod Security warnings included) and the CRDs' schemas; what needs a CRD the cluster does not
+ * have must be said by name, not skipped.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class KubeManifestsTest {
+
+  @RegisterExtension
+  static final KubeControlPlane.Extension KUBE =
+      KubeControlPlane.extension(KubeControlPlane.Options.apiServerOnly());
+
+  private static final ObjectMapper YAML =
+      new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory());
+  private static final Path ROOT = KubeControlPlane.repositoryRoot();
+  private static final String NS = "gpushare-system";
+
+  /** The base as kustomize renders it: kind/namespace/name of every object. */
+  private static List<String> rendered(KubeControlPlane.Kubectl kubectl, String target)
+      throws IOException {
+    String yaml = kubectl.run("kustomize", target).ok().out();
+    List<String> out = new ArrayList<>();
+    for (String doc : yaml.split("(?m)^---$")) {
+      if (doc.isBlank()) {
+        continue;
+      }
+      JsonNode o = YAML.readTree(doc);
+      out.add(
+          o.path("apiVersion").asText()
+              + " "
+              + o.path("kind").asText()
+              + " "
+              + o.path("metadata").path("namespace").asText("")
+              + "/"
+              + o.path("metadata").path("name").asText());
+    }
+    return out;
+  }
+
+  @Test
+  @Order(1)
+  void withoutCertManagerTheApplyNamesEveryObjectThatNeedsItsCrdAndAppliesTheRest()
+      throws IOException {
+    KubeControlPlane kube = KUBE.get();
+    var kubectl = kube.kubectl();
+    // deploy/README.md, "Install": the namespace and the Secret first.
+    kubectl.run("create", "namespace", NS).ok();
+    kubectl
+        .run(
+            "-n",
+            NS,
+            "create",
+            "secret",
+            "generic",
+            "gpushare-postgres",
+            "--from-literal=password=x")
+        .ok();
+
+    var apply = kubectl.run("apply", "--server-side", "-k", "deploy/");
+    assertNotEquals(0, apply.status(), () -> "cert-manager's kinds are unknown here: " + apply);
+
+    List<String> objects = rendered(kubectl, "deploy/");
+    List<String> needCrd = objects.stream().filter(o -> o.startsWith("cert-manager.io/")).toList();
+    assertEquals(5, needCrd.size(), () -> "the base's cert-manager objects: " + objects);
+    for (String o : needCrd) {
+      String[] parts = o.split(" ");
+      String kind = parts[1];
+      String name = parts[2].substring(parts[2].indexOf('/') + 1);
+      assertTrue(
+          apply.err().contains("name: \"" + name + "\"")
+              && apply
+                  .err()
+                  .contains(
+                      "no matches for kind \"" + kind + "\" in version \"cert-manager.io/v1\""),
+          () -> "kubectl names " + kind + " " + name + " and its missing CRD:\n" + apply.err());
+    }
+    assertTrue(
+        apply.err().contains("ensure CRDs are installed first"),
+        () -> "kubectl says to install the CRDs:\n" + apply.err());
+    // Everything else was applied, and is there as shipped.
+    for (String o : objects) {
+      if (o.startsWith("cert-manager.io/")) {
+        continue;
+      }
+      assertExists(kubectl, o);
+    }
+  }
+
+  @Test
+  @Order(2)
+  void bootstrapTlsInstallsWithoutCertManager() throws IOException {
+    KubeControlPlane kube = KUBE.get();
+    ProcessBuilder pb =
+        new ProcessBuilder("bash", ROOT.resolve("deploy/bootstrap-tls.sh").toString())
+            .directory(ROOT.toFile())
+            .redirectErrorStream(true);
+    pb.environment().put("KUBECONFIG", kube.adminKubeconfig().toString());
+    pb.environment().put("PATH", kube.bin() + java.io.File.pathSeparator + System.getenv("PATH"));
+    Path log = Files.createTempFile(kube.dir(), "bootstrap-tls", ".log");
+    pb.redirectOutput(log.toFile());
+    Process p = pb.start();
+    try {
+      if (!p.waitFor(180, java.util.concurrent.TimeUnit.SECONDS)) {
+        fail("bootstrap-tls.sh did not finish within 180 s:\n" + Files.readString(log));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    } finally {
+      dev.gpushare.gpu.ChildProcess.killTree(p.toHandle());
+    }
+    String out = Files.readString(log);
+    assertEquals(0, p.exitValue(), () -> "bootstrap-tls.sh:\n" + out);
+    assertTrue(out.contains("gpushare installed without cert-manager"), out);
+    // The caBundle is the CA in Secret gpushare-ca, in both webhook configurations.
+    var kubectl = kube.kubectl();
+    String ca =
+        kubectl
+            .run("-n", NS, "get", "secret", "gpushare-ca", "-o", "jsonpath={.data.tls\\.crt}")
+            .ok()
+            .out();
+    for (String kind : List.of("mutatingwebhookconfiguration", "validatingwebhookconfiguration")) {
+      String bundle =
+          kubectl
+              .run("get", kind, "gpushare", "-o", "jsonpath={.webhooks[0].clientConfig.caBundle}")
+              .ok()
+              .out();
+      assertEquals(ca, bundle, kind + "'s caBundle is the CA bootstrap-tls.sh made");
+    }
+    for (String secret : List.of("gpushare-webhook-tls", "gpushare-cluster-tls")) {
+      assertEquals(
+          "kubernetes.io/tls",
+          kubectl.run("-n", NS, "get", "secret", secret, "-o", "jsonpath={.type}").ok().out());
+    }
+  }
+
+  @Test
+  @Order(3)
+  void withTheCrdsTheBaseIsAcceptedAsShippedAndWarnsOnlyAboutWhatTheReadmeSays()
+      throws IOException {
+    KubeControlPlane kube = KUBE.get();
+    var kubectl = kube.kubectl();
+    installCrds(kube);
+    var apply = kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "deploy/");
+    assertEquals(0, apply.status(), () -> "kubectl apply --server-side -k deploy/: " + apply);
+    for (String o : rendered(kubectl, "deploy/")) {
+      assertExists(kubectl, o);
+    }
+    // deploy/README.md, "Install": the one PodSecurity warning lists exactly what the DaemonSet
+    // relaxes: the hostPath volume data-plane and the init container data-plane-dir.
+    List<String> warnings = apply.err().lines().filter(l -> l.startsWith("Warning:")).toList();
+    assertEquals(1, warnings.size(), () -> "one warning, the DaemonSet's: " + apply.err());
+    String w = warnings.get(0);
+    assertTrue(w.contains("would violate PodSecurity \"restricted:latest\""), w);
+    assertTrue(w.contains("hostPath volumes (volume \"data-plane\")"), w);
+    TreeSet<String> named = new TreeSet<>();
+    Matcher quoted = Pattern.compile("\"([a-z0-9-]+)\"").matcher(w);
+    while (quoted.find()) {
+      named.add(quoted.group(1));
+    }
+    named.remove("data-plane");
+    assertEquals(
+        new TreeSet<>(List.of("data-plane-dir")),
+        named,
+        () -> "the warning names the init container data-plane-dir and nothing else: " + w);
+
+    // Applying again changes nothing: no conflict, no warning beyond the same one.
+    var again = kubectl.run("apply", "--server-side", "-k", "deploy/");
+    assertEquals(0, again.status(), () -> "a second apply: " + again);
+  }
+
+  @Test
+  @Order(4)
+  void everyComponentIsAcceptedThroughAnOverlayBesideTheBase(@TempDir Path work)
+      throws IOException {
+    KubeControlPlane kube = KUBE.get();
+    var kubectl = kube.kubectl();
+    // The README's layout: my-gpushare/ beside deploy/ (kustomize forbids an overlay inside its
+    // base), so a copy of deploy/ and the overlay side by side.
+    Path deploy = work.resolve("deploy");
+    copyTree(ROOT.resolve("deploy"), deploy);
+    Map<String, List<String>> overlays = new LinkedHashMap<>();
+    overlays.put("lease-majority", List.of("lease-majority"));
+    overlays.put("mps", List.of("mps"));
+    overlays.put("scheduler-extender", List.of("scheduler-extender"));
+    overlays.put("monitoring", List.of("monitoring"));
+    overlays.put("all", List.of("lease-majority", "mps", "scheduler-extender", "monitoring"));
+    for (var e : overlays.entrySet()) {
+      Path overlay = Files.createDirectories(work.resolve("my-gpushare-" + e.getKey()));
+      StringBuilder k =
+          new StringBuilder(
+              "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+                  + "resources:\n- ../deploy\ncomponents:\n");
+      for (String c : e.getValue()) {
+        k.append("- ../deploy/").append(c).append('\n');
+      }
+      Files.writeString(overlay.resolve("kustomization.yaml"), k);
+      var apply =
+          kubectl.run("apply", "--server-side", "--force-conflicts", "-k", overlay.toString());
+      assertEquals(0, apply.status(), () -> "overlay with " + e.getValue() + ": " + apply);
+      for (String o : rendered(kubectl, overlay.toString())) {
+        assertExists(kubectl, o);
+      }
+    }
+    // And back to the plain base, as an operator who removes the components would.
+    kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "deploy/").ok();
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private static void installCrds(KubeControlPlane kube) {
+    var kubectl = kube.kubectl();
+    for (Path crd : KubeControlPlane.crds()) {
+      kubectl.run("apply", "--server-side", "-f", crd.toString()).ok();
+    }
+    kubectl
+        .run(
+            "wait",
+            "--for=condition=established",
+            "--timeout=60s",
+            "crd/issuers.cert-manager.io",
+            "crd/certificates.cert-manager.io",
+            "crd/podmonitors.monitoring.coreos.com",
+            "crd/prometheusrules.monitoring.coreos.com")
+        .ok();
+  }
+
+  /** {@code apiVersion Kind ns/name} exists on the API server. */
+  private static void assertExists(KubeControlPlane.Kubectl kubectl, String object) {
+    String[] parts = object.split(" ");
+    String apiVersion = parts[0];
+    String kind = parts[1];
+    String ns = parts[2].substring(0, parts[2].indexOf('/'));
+    String name = parts[2].substring(parts[2].indexOf('/') + 1);
+    String group = apiVersion.contains("/") ? apiVersion.substring(0, apiVersion.indexOf('/')) : "";
+    String version =
+        apiVersion.contains("/") ? apiVersion.substring(apiVersion.indexOf('/') + 1) : apiVersion;
+    String resource = kind + "." + version + (group.isEmpty() ? "" : "." + group);
+    List<String> args = new ArrayList<>(List.of("get", resource, name, "-o", "name"));
+    if (!ns.isEmpty()) {
+      args.add("-n");
+      args.add(ns);
+    }
+    var get = kubectl.run(args.toArray(String[]::new));
+    assertEquals(0, get.status(), () -> object + " is on the API server: " + get);
+  }
+
+  private static void copyTree(Path from, Path to) throws IOException {
+    try (var walk = Files.walk(from)) {
+      for (Path p : walk.toList()) {
+        Path target = to.resolve(from.relativize(p).toString());
+        if (Files.isDirectory(p)) {
+          Files.createDirectories(target);
+        } else {
+          Files.copy(p, target);
+        }
+      }
+    }
+  }
+}
