@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the tests' Kubernetes control plane from published Go modules and prints the folder that
-# holds the binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+# holds the binaries: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, and
+# with --with-kwok also kwok.
 #
-#   bash src-test/kube/build.sh            # build (or reuse) and print the bin folder
-#   bash src-test/kube/build.sh --check    # print the bin folder if it is complete, else exit 3
+#   bash src-test/kube/build.sh               # build (or reuse) and print the bin folder
+#   bash src-test/kube/build.sh --check       # print the bin folder if it is complete, else exit 3
+#   bash src-test/kube/build.sh --with-kwok   # also kwok, which only the scale benchmark runs
 #
 # Beside bin/ it leaves crds/: the CustomResourceDefinitions of cert-manager and the Prometheus
 # Operator, copied from their Go modules (see fetch_crds below).
@@ -12,7 +14,8 @@
 # ~/.cache/gpushare-kube), in a folder named after the versions and a hash of the three modules'
 # go.mod and go.sum, so a rerun costs seconds and a change of any pin builds afresh.
 # The first build takes about 15 minutes on 2 cores (see README.md beside this script).
-# Exit status: 0 built or reused, 2 no Go, 3 (--check) not built yet, other: the build failed.
+# Exit status: 0 built or reused, 2 no Go, 3 (--check) not built yet, 64 a bad argument, other: the
+# build failed.
 set -euo pipefail
 
 # The whole script is one function, read before it runs: editing this file while a build runs
@@ -31,14 +34,23 @@ main() {
   key="$(cat "$here"/{etcd,kubernetes,kwok}/go.{mod,sum} | sha256sum | cut -c1-12)"
   cache="${GPUSHARE_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpushare-kube}"
   bin="$cache/kubernetes-$KUBE_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-$key/bin"
-  binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+  binaries=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  check=0 kwok=0
+  for arg in "$@"; do
+    case "$arg" in
+      --check) check=1 ;;
+      --with-kwok) kwok=1 ;;
+      *) echo "build.sh: unknown argument '$arg' (accepted: --check, --with-kwok)" >&2; exit 64 ;;
+    esac
+  done
+  [[ $kwok == 1 ]] && binaries+=(kwok)
 
   crds="$cache/crds-cert-manager-$CERT_MANAGER_VERSION-prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
 
   complete() {
     local b
     for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || return 1; done
-    [[ -f "$bin/.complete" && -f "$crds/.complete" ]]
+    [[ -f "$crds/.complete" ]]
   }
 
   # Copies the CRD files out of the two modules (downloaded through the Go module proxy, no build).
@@ -68,7 +80,7 @@ main() {
     exit 2
   fi
 
-  if [[ "${1:-}" == "--check" ]]; then
+  if [[ $check == 1 ]]; then
     echo "build.sh: the control plane is not built yet under $bin; run: bash src-test/kube/build.sh" >&2
     exit 3
   fi
@@ -83,9 +95,12 @@ main() {
     exit 0
   fi
 
+  # Each binary is built into a scratch folder and moved into bin/ when it is whole, so that an
+  # interrupted build leaves nothing half-written and a rerun builds only what is missing.
+  mkdir -p "$bin"
   work="$(mktemp -d "$cache/.build.XXXXXX")"
   trap 'rm -rf "$work"' EXIT
-  export CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=readonly" GOTOOLCHAIN=local
+  export CGO_ENABLED=0 GOFLAGS="-buildvcs=false -mod=readonly" GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
   date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   major="${KUBE_VERSION#v}"; major="${major%%.*}"
   minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
@@ -97,17 +112,20 @@ main() {
 
   started=$SECONDS
   echo "build.sh: building the control plane into $bin (the first build takes about 15 minutes)" >&2
-  (cd "$here/etcd" && go build -trimpath -ldflags "-s -w" -o "$work/etcd" go.etcd.io/etcd/server/v3)
-  (cd "$here/kubernetes" && go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$work/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
-  (cd "$here/kwok" && go build -trimpath -ldflags "-s -w" \
-    -o "$work/kwok" sigs.k8s.io/kwok/cmd/kwok)
-  touch "$work/.complete"
-  rm -rf "$bin"
-  mkdir -p "$(dirname "$bin")"
-  mv "$work" "$bin"
-  trap - EXIT
+  local missing=()
+  for b in "${binaries[@]}"; do [[ -x "$bin/$b" ]] || missing+=("$b"); done
+  for b in "${missing[@]}"; do
+    case "$b" in
+      etcd)
+        (cd "$here/etcd" && go build -trimpath -ldflags "-s -w" -o "$work/etcd" go.etcd.io/etcd/server/v3) ;;
+      kwok)
+        (cd "$here/kwok" && go build -trimpath -ldflags "-s -w" -o "$work/kwok" sigs.k8s.io/kwok/cmd/kwok) ;;
+      *)
+        (cd "$here/kubernetes" && go build -trimpath -ldflags "-s -w $kube_ldflags" -o "$work/$b" \
+          "k8s.io/kubernetes/cmd/$b") ;;
+    esac
+    mv "$work/$b" "$bin/$b"
+  done
   echo "build.sh: built in $((SECONDS - started)) s" >&2
   echo "$bin"
 }

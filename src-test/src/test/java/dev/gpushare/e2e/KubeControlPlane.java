@@ -59,19 +59,33 @@ final class KubeControlPlane implements AutoCloseable {
   static final String SERVICE_CIDR = "10.96.0.0/16";
   static final String ISSUER = "https://kubernetes.default.svc.cluster.local";
 
-  /** Which components beside etcd and the API server. */
-  record Options(boolean scheduler, Path schedulerConfig, boolean controllerManager) {
+  /**
+   * Which components beside etcd and the API server, and extra API-server flags (e.g. tighter
+   * in-flight limits).
+   */
+  record Options(
+      boolean scheduler,
+      Path schedulerConfig,
+      boolean controllerManager,
+      List<String> apiServerFlags) {
     static Options apiServerOnly() {
-      return new Options(false, null, false);
+      return new Options(false, null, false, List.of());
     }
 
     Options withControllerManager() {
-      return new Options(scheduler, schedulerConfig, true);
+      return new Options(scheduler, schedulerConfig, true, apiServerFlags);
     }
 
     /** kube-scheduler with {@code config} (a KubeSchedulerConfiguration; null: its defaults). */
     Options withScheduler(Path config) {
-      return new Options(true, config, controllerManager);
+      return new Options(true, config, controllerManager, apiServerFlags);
+    }
+
+    /** {@code flags} after the API server's own (a flag given twice: the last one counts). */
+    Options withApiServerFlags(String... flags) {
+      List<String> all = new ArrayList<>(apiServerFlags);
+      all.addAll(List.of(flags));
+      return new Options(scheduler, schedulerConfig, controllerManager, List.copyOf(all));
     }
   }
 
@@ -242,8 +256,8 @@ final class KubeControlPlane implements AutoCloseable {
                   proxyProtocol: Direct
               """
                   .formatted(network.socket()));
-      launch(
-          "kube-apiserver",
+      List<String> apiServer = new ArrayList<>();
+      apiServer.addAll(
           List.of(
               bin.resolve("kube-apiserver").toString(),
               "--etcd-servers=" + etcdUrl,
@@ -266,8 +280,9 @@ final class KubeControlPlane implements AutoCloseable {
               "--allow-privileged=true",
               "--egress-selector-config-file=" + egress,
               "--profiling=false",
-              "--v=1"),
-          Map.of());
+              "--v=1"));
+      apiServer.addAll(options.apiServerFlags());
+      launch("kube-apiserver", apiServer, Map.of());
       adminKubeconfig = kubeconfig("admin", clientCertUser(pki, "admin"));
       awaitHttp("kube-apiserver", URI.create(server() + "/readyz"), pki.resolve("ca.crt"));
       admin =
@@ -499,7 +514,10 @@ final class KubeControlPlane implements AutoCloseable {
   }
 
   private void awaitHttp(String name, URI uri, Path ca) {
-    HttpClient.Builder b = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2));
+    HttpClient.Builder b =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1) // the API server ends idle HTTP/2 with GOAWAY
+            .connectTimeout(Duration.ofSeconds(2));
     if (ca != null) {
       b.sslContext(trusting(ca));
     }

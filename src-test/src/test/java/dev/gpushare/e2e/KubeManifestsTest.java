@@ -171,6 +171,10 @@ class KubeManifestsTest {
     KubeControlPlane kube = KUBE.get();
     var kubectl = kube.kubectl();
     installCrds(kube);
+    // The README's command as written (client-side apply), then the server-side apply, which
+    // takes the objects over from it.
+    var readme = kubectl.run("apply", "-k", "deploy/");
+    assertEquals(0, readme.status(), () -> "kubectl apply -k deploy/: " + readme);
     var apply = kubectl.run("apply", "--server-side", "--force-conflicts", "-k", "deploy/");
     assertEquals(0, apply.status(), () -> "kubectl apply --server-side -k deploy/: " + apply);
     for (String o : rendered(kubectl, "deploy/")) {
@@ -182,17 +186,19 @@ class KubeManifestsTest {
     assertEquals(1, warnings.size(), () -> "one warning, the DaemonSet's: " + apply.err());
     String w = warnings.get(0);
     assertTrue(w.contains("would violate PodSecurity \"restricted:latest\""), w);
-    assertTrue(w.contains("hostPath volumes (volume \"data-plane\")"), w);
-    TreeSet<String> named = new TreeSet<>();
-    Matcher quoted = Pattern.compile("\"([a-z0-9-]+)\"").matcher(w);
-    while (quoted.find()) {
-      named.add(quoted.group(1));
-    }
-    named.remove("data-plane");
     assertEquals(
         new TreeSet<>(List.of("data-plane-dir")),
-        named,
-        () -> "the warning names the init container data-plane-dir and nothing else: " + w);
+        quoted(w, "container"),
+        () -> "the warning names the init container data-plane-dir and no other: " + w);
+    assertEquals(
+        new TreeSet<>(List.of("data-plane")),
+        quoted(w, "volume"),
+        () -> "the warning names the hostPath volume data-plane and no other: " + w);
+    assertTrue(w.contains("volume \"data-plane\" uses restricted volume type \"hostPath\""), w);
+    assertTrue(w.contains("\"CHOWN\", \"FOWNER\""), w);
+    assertTrue(
+        readme("deploy/README.md").contains(w.substring("Warning: ".length())),
+        () -> "deploy/README.md quotes the warning as the API server writes it: " + w);
 
     // Applying again changes nothing: no conflict, no warning beyond the same one.
     var again = kubectl.run("apply", "--server-side", "-k", "deploy/");
@@ -238,6 +244,21 @@ class KubeManifestsTest {
 
   // ---------------------------------------------------------------- helpers
 
+  /** The names in {@code what "NAME"} in a Pod Security warning, e.g. {@code container "x"}. */
+  private static TreeSet<String> quoted(String warning, String what) {
+    TreeSet<String> names = new TreeSet<>();
+    Matcher m = Pattern.compile(what + " \"([^\"]+)\"").matcher(warning);
+    while (m.find()) {
+      names.add(m.group(1));
+    }
+    return names;
+  }
+
+  /** A README of the repository, with its lines joined (a quotation may be wrapped). */
+  private static String readme(String path) throws IOException {
+    return String.join(" ", Files.readString(ROOT.resolve(path)).split("\\s*\n\\s*"));
+  }
+
   private static void installCrds(KubeControlPlane kube) {
     var kubectl = kube.kubectl();
     for (Path crd : KubeControlPlane.crds()) {
@@ -258,21 +279,14 @@ class KubeManifestsTest {
   /** {@code apiVersion Kind ns/name} exists on the API server. */
   private static void assertExists(KubeControlPlane.Kubectl kubectl, String object) {
     String[] parts = object.split(" ");
-    String apiVersion = parts[0];
-    String kind = parts[1];
     String ns = parts[2].substring(0, parts[2].indexOf('/'));
     String name = parts[2].substring(parts[2].indexOf('/') + 1);
-    String group = apiVersion.contains("/") ? apiVersion.substring(0, apiVersion.indexOf('/')) : "";
-    String version =
-        apiVersion.contains("/") ? apiVersion.substring(apiVersion.indexOf('/') + 1) : apiVersion;
-    String resource = kind + "." + version + (group.isEmpty() ? "" : "." + group);
-    List<String> args = new ArrayList<>(List.of("get", resource, name, "-o", "name"));
-    if (!ns.isEmpty()) {
-      args.add("-n");
-      args.add(ns);
-    }
-    var get = kubectl.run(args.toArray(String[]::new));
-    assertEquals(0, get.status(), () -> object + " is on the API server: " + get);
+    var resources = KUBE.get().admin().genericKubernetesResources(parts[0], parts[1]);
+    var found =
+        ns.isEmpty()
+            ? resources.withName(name).get()
+            : resources.inNamespace(ns).withName(name).get();
+    assertTrue(found != null, () -> object + " is on the API server");
   }
 
   private static void copyTree(Path from, Path to) throws IOException {

@@ -50,13 +50,18 @@ final class RealKubeApiServer extends KubeApiServer {
 
   /** Starts a control plane (etcd and the API server) and installs the member's RBAC. */
   static RealKubeApiServer start() {
+    return start(KubeControlPlane.Options.apiServerOnly());
+  }
+
+  /** As {@link #start()}, with the components and API-server flags of {@code options}. */
+  static RealKubeApiServer start(KubeControlPlane.Options options) {
     Path dir;
     try {
       dir = Files.createTempDirectory("real-kube-api");
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    KubeControlPlane plane = KubeControlPlane.start(dir, KubeControlPlane.Options.apiServerOnly());
+    KubeControlPlane plane = KubeControlPlane.start(dir, options);
     try {
       var kubectl = plane.kubectl();
       for (String file : RBAC) {
