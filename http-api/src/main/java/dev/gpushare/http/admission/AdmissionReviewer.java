@@ -46,11 +46,15 @@ import java.util.TreeSet;
  * <p><b>Denial.</b> A judged pod that breaks a rule of {@link ShareRequestRules#validate} (the pod
  * as it stands: a limit annotation, when present, is the limit), or whose init container asks for
  * shared GPU resources or {@code nvidia.com/gpu}, is refused with {@code allowed: false} and a
- * {@code status} of code 422, reason {@code Invalid}, a message that lists every violation (each
- * names its field, the value given and what is accepted; {@code kubectl} shows it after {@code
- * admission webhook "…" denied the request:}) and one {@code details.causes} entry per violation.
- * Both endpoints deny alike, so that a user reads the rule rather than Kubernetes' later complaint
- * about a limit that differs from its request.
+ * {@code status} of code 422, a message that lists every violation (each names its field, the value
+ * given and what is accepted; {@code kubectl} shows it after {@code admission webhook "…" denied
+ * the request:}) and one {@code details.causes} entry per violation. The status has no {@code
+ * reason}: with reason {@code Invalid} kubectl prints {@code The Pod "…" is invalid:} and the
+ * causes alone, without the webhook's name and the message (a real API server and kubectl showed
+ * it: {@code KubeWebhookTest}); without one it prints {@code Error from server: … admission webhook
+ * "…" denied the request: <message>}, as for the API server's own webhook denials. Both endpoints
+ * deny alike, so that a user reads the rule rather than Kubernetes' later complaint about a limit
+ * that differs from its request.
  *
  * <p><b>Mutation</b> ({@link #mutate} only). A valid sharing pod gets a JSONPatch that makes stock
  * Kubernetes accept it while keeping its meaning: it adds the annotations {@code
@@ -489,7 +493,6 @@ public final class AdmissionReviewer {
             new StatusBuilder()
                 .withStatus("Failure")
                 .withCode(DENIED_CODE)
-                .withReason("Invalid")
                 .withMessage(message)
                 .withNewDetails()
                 .withKind("Pod")
