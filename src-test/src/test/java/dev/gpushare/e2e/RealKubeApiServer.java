@@ -70,18 +70,38 @@ final class RealKubeApiServer extends KubeApiServer {
       // What kube-controller-manager's serviceaccount controller does for every namespace (the
       // ServiceAccount admission plugin refuses pods without it); this control plane runs none.
       kubectl.run("-n", NS, "create", "serviceaccount", "default").ok();
-      String token = plane.token("gpushare-system", "gpushare", null, TOKEN_SECONDS, null);
-      Path kubeconfig = plane.tokenKubeconfig("gpushare-member", token);
-      // The member's rights are the shipped ones and nothing more: it may patch node status, and
-      // may not read Secrets.
-      var member = plane.kubectl(kubeconfig);
-      assertEquals("yes", member.run("auth", "can-i", "patch", "nodes/status").out().strip());
-      assertEquals("no", member.run("auth", "can-i", "list", "secrets", "-A").out().strip());
-      return new RealKubeApiServer(plane, dir, kubeconfig);
+      return new RealKubeApiServer(plane, dir, memberKubeconfig(plane));
     } catch (RuntimeException | Error e) {
       plane.close();
       KubeControlPlane.deleteTree(dir);
       throw e;
+    }
+  }
+
+  /**
+   * A member's kubeconfig on {@code plane}, where {@link #RBAC} is applied: a token of the
+   * ServiceAccount {@code gpushare-system/gpushare} from the TokenRequest API (no admin
+   * credential), checked to carry the shipped rights and nothing more — it may patch node status,
+   * and may not read Secrets.
+   */
+  static Path memberKubeconfig(KubeControlPlane plane) {
+    String token = plane.token("gpushare-system", "gpushare", null, TOKEN_SECONDS, null);
+    Path kubeconfig = plane.tokenKubeconfig("gpushare-member", token);
+    var member = plane.kubectl(kubeconfig);
+    assertEquals("yes", member.run("auth", "can-i", "patch", "nodes/status").out().strip());
+    assertEquals("no", member.run("auth", "can-i", "list", "secrets", "-A").out().strip());
+    return kubeconfig;
+  }
+
+  /** The lines of {@code log} that show the API server refusing the member ({@link #DENIAL}). */
+  static List<String> denials(Path log) {
+    try {
+      return Files.readAllLines(log).stream()
+          .filter(line -> DENIAL.matcher(line).find())
+          .map(line -> log.getFileName() + ": " + line)
+          .toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
     }
   }
 
@@ -120,11 +140,7 @@ final class RealKubeApiServer extends KubeApiServer {
     List<String> denials = new ArrayList<>();
     try (var logs = Files.list(memberLog.getParent())) {
       for (Path log : logs.filter(p -> p.getFileName().toString().startsWith(label)).toList()) {
-        for (String line : Files.readAllLines(log)) {
-          if (DENIAL.matcher(line).find()) {
-            denials.add(log.getFileName() + ": " + line);
-          }
-        }
+        denials.addAll(denials(log));
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
