@@ -1,6 +1,7 @@
 package dev.gpushare.e2e;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -90,6 +91,12 @@ final class RealKubeApiServer extends KubeApiServer {
     var member = plane.kubectl(kubeconfig);
     assertEquals("yes", member.run("auth", "can-i", "patch", "nodes/status").out().strip());
     assertEquals("no", member.run("auth", "can-i", "list", "secrets", "-A").out().strip());
+    // DENIAL matches what this API server answers when RBAC refuses (else the check of the
+    // member's log could never fail).
+    var refused = member.run("-n", "default", "get", "secrets");
+    assertTrue(
+        DENIAL.matcher(refused.err()).find(),
+        () -> "an RBAC refusal matches " + DENIAL + ": " + refused);
     return kubeconfig;
   }
 
