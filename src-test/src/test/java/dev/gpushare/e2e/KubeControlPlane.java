@@ -2,6 +2,9 @@ package dev.gpushare.e2e;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.gpushare.gpu.ChildProcess;
 import io.fabric8.kubernetes.api.model.authentication.TokenRequest;
 import io.fabric8.kubernetes.api.model.authentication.TokenRequestBuilder;
@@ -312,36 +315,75 @@ final class KubeControlPlane implements AutoCloseable {
             Map.of());
       }
       if (options.scheduler()) {
-        Path kc = kubeconfig("scheduler", clientCertUser(pki, "scheduler"));
-        List<String> cmd = new ArrayList<>();
-        cmd.add(bin.resolve("kube-scheduler").toString());
-        if (options.schedulerConfig() != null) {
-          cmd.add("--config=" + options.schedulerConfig());
-        }
-        cmd.addAll(
-            List.of(
-                "--kubeconfig=" + kc,
-                "--authentication-kubeconfig=" + kc,
-                "--authorization-kubeconfig=" + kc,
-                "--bind-address=127.0.0.1",
-                "--secure-port=" + freePort(),
-                "--cert-dir=" + dir.resolve("scheduler-certs"),
-                "--leader-elect=false",
-                "--v=1"));
-        // The scheduler reaches an extender's Service through the cluster network (its client
-        // honours HTTPS_PROXY; the API server on 127.0.0.1 is never proxied).
-        launch(
-            "kube-scheduler",
-            cmd,
-            Map.of(
-                "HTTPS_PROXY",
-                "http://127.0.0.1:" + network.tcpPort(),
-                "NO_PROXY",
-                "127.0.0.1,localhost"));
+        startScheduler(options.schedulerConfig(), null);
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * Starts kube-scheduler now, on the running API server: with {@code config} (a
+   * KubeSchedulerConfiguration; null: the scheduler's defaults, leader election off) and the
+   * credential of {@code kubeconfig} (null: the {@code system:kube-scheduler} client certificate).
+   * Given a config, kube-scheduler ignores {@code --kubeconfig} (its client is the config's {@code
+   * clientConnection}; without one, the in-cluster ServiceAccount, which no process here has), so
+   * the scheduler runs with a copy of {@code config} whose {@code clientConnection.kubeconfig} is
+   * {@code kubeconfig} unless the config names one; the rest of the config, leader election
+   * included, is as given. Call it once, after {@link #start} (e.g. once the RBAC objects that the
+   * scheduler's identity needs exist); {@link #close()} kills it with the rest. Its log is {@code
+   * kube-scheduler.log}.
+   */
+  void startScheduler(Path config, Path kubeconfig) {
+    try {
+      Path kc =
+          kubeconfig != null
+              ? kubeconfig
+              : kubeconfig("scheduler", clientCertUser(dir.resolve("pki"), "scheduler"));
+      List<String> cmd = new ArrayList<>();
+      cmd.add(bin.resolve("kube-scheduler").toString());
+      if (config != null) {
+        cmd.add("--config=" + withClientConnection(config, kc));
+      } else {
+        cmd.addAll(List.of("--kubeconfig=" + kc, "--leader-elect=false"));
+      }
+      cmd.addAll(
+          List.of(
+              "--authentication-kubeconfig=" + kc,
+              "--authorization-kubeconfig=" + kc,
+              "--bind-address=127.0.0.1",
+              "--secure-port=" + freePort(),
+              "--cert-dir=" + dir.resolve("scheduler-certs"),
+              "--v=1"));
+      // The scheduler reaches an extender's Service through the cluster network (its client
+      // honours HTTPS_PROXY; the API server on 127.0.0.1 is never proxied).
+      launch(
+          "kube-scheduler",
+          cmd,
+          Map.of(
+              "HTTPS_PROXY",
+              "http://127.0.0.1:" + network.tcpPort(),
+              "NO_PROXY",
+              "127.0.0.1,localhost"));
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** {@code config} with {@code clientConnection.kubeconfig} set, unless it names one already. */
+  private Path withClientConnection(Path config, Path kubeconfig) throws IOException {
+    ObjectMapper yaml = new ObjectMapper(new YAMLFactory());
+    ObjectNode tree = (ObjectNode) yaml.readTree(config.toFile());
+    ObjectNode client =
+        tree.get("clientConnection") instanceof ObjectNode given
+            ? given
+            : tree.putObject("clientConnection");
+    if (!client.hasNonNull("kubeconfig")) {
+      client.put("kubeconfig", kubeconfig.toString());
+    }
+    Path effective = dir.resolve("kube-scheduler-config.yaml");
+    yaml.writeValue(effective.toFile(), tree);
+    return effective;
   }
 
   /** Kills every component (the API server first) with its children; idempotent. */
@@ -514,9 +556,12 @@ final class KubeControlPlane implements AutoCloseable {
   }
 
   private void awaitHttp(String name, URI uri, Path ca) {
+    // HTTP/1.1: kube-apiserver ends an unauthenticated client's HTTP/2 connection with a GOAWAY
+    // after each request (its HTTP/2 DoS mitigation), which JDK 17's HttpClient may report as the
+    // request's failure when the GOAWAY comes before the response (seen on a loaded machine).
     HttpClient.Builder b =
         HttpClient.newBuilder()
-            .version(HttpClient.Version.HTTP_1_1) // the API server ends idle HTTP/2 with GOAWAY
+            .version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2));
     if (ca != null) {
       b.sslContext(trusting(ca));

@@ -840,6 +840,8 @@ class KubernetesModeTest {
     final String mode;
     ServerProcess server;
     Api api;
+    private String memberConfig = "";
+    private List<String> memberArgs = List.of();
 
     private Cluster(KubeApiServer kube, Path dir, String label, String mode) {
       this.kube = kube;
@@ -860,8 +862,25 @@ class KubernetesModeTest {
         Path dir,
         String mode,
         Consumer<KubeApiServer> before) {
+      return start(servers, label, dir, mode, before, "", List.of());
+    }
+
+    /**
+     * As above, with {@code memberConfig} (HOCON) added inside the member's {@code gpushare { }}
+     * and {@code memberArgs} added to its command line.
+     */
+    static Cluster start(
+        java.util.function.Supplier<KubeApiServer> servers,
+        String label,
+        Path dir,
+        String mode,
+        Consumer<KubeApiServer> before,
+        String memberConfig,
+        List<String> memberArgs) {
       KubeApiServer kube = servers.get();
       Cluster c = new Cluster(kube, dir, label, mode);
+      c.memberConfig = memberConfig;
+      c.memberArgs = List.copyOf(memberArgs);
       try {
         before.accept(kube);
         c.launch();
@@ -886,18 +905,20 @@ class KubernetesModeTest {
                 burst = 400
                 max-backoff = 2s
               }
+            %s
             }
             """
-                .formatted(mode));
+                .formatted(mode, memberConfig));
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
       List<String> jvm = kube.clientProperties();
       Map<String, String> env = kube.memberEnvironment();
       env.put("POD_NAME", POD_NAME);
+      List<String> args = new ArrayList<>(List.of("--kubernetes", "--config", config.toString()));
+      args.addAll(memberArgs);
       server =
-          ServerProcess.start(
-              label, dir.resolve("data"), jvm, env, "--kubernetes", "--config", config.toString());
+          ServerProcess.start(label, dir.resolve("data"), jvm, env, args.toArray(String[]::new));
       api = server.api();
     }
 
