@@ -18,8 +18,8 @@
 # build failed.
 set -euo pipefail
 
-# The whole script is one function, read before it runs: editing this file while a build runs
-# cannot change what that build does.
+# The whole script is one function, read before it runs, and the last line calls it and exits in
+# one line: editing this file while a build runs cannot change what that build does.
 main() {
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
   KUBE_VERSION=v1.37.2
@@ -130,5 +130,4 @@ main() {
   echo "$bin"
 }
 
-main "$@"
-exit
+main "$@"; exit
