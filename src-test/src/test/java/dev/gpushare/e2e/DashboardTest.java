@@ -210,15 +210,17 @@ class DashboardTest {
       api.demand("brief");
       String seg = "[data-gpu='gone/0'] .seg[data-pod='default/brief']";
       await("brief on GPU 0 of gone", () -> text(seg).isPresent());
+      // The timeline is built from the pod list the page has read, the bars from the node's
+      // holders: both must have seen brief before it goes (with both cores loaded the pod list
+      // could come after the delete, and the page would never have seen brief run).
+      String briefOnTimeline =
+          "return !!document.querySelector(\"#timeline rect[data-pod='default/brief']\");";
+      await("brief on the timeline", () -> browser.execute(briefOnTimeline).asBoolean());
       api.deletePod("brief");
       await("brief leaves the bar", () -> text(seg).isEmpty());
       await(
           "the timeline keeps brief's past occupancy",
-          () ->
-              browser
-                  .execute(
-                      "return !!document.querySelector(\"#timeline rect[data-pod='default/brief']\");")
-                  .asBoolean());
+          () -> browser.execute(briefOnTimeline).asBoolean());
       assertNoScriptErrors();
     } catch (RuntimeException | AssertionError e) {
       saveFailure();

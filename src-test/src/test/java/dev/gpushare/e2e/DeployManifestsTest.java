@@ -1420,11 +1420,13 @@ class DeployManifestsTest {
   /**
    * What {@code kubectl kustomize} renders: the base alone, or with {@code components} (of deploy/)
    * through an overlay outside the base's directory (kustomize wants relative paths). The calling
-   * test is skipped when kubectl is not on PATH.
+   * test is skipped when neither kubectl is on PATH nor src-test/kube built.
    */
   static List<Doc> kustomize(String... components) throws Exception {
-    Optional<Path> kubectl = onPath("kubectl");
-    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
+    Optional<Path> kubectl = onPath("kubectl").or(KubeControlPlane::builtKubectl);
+    Assumptions.assumeTrue(
+        kubectl.isPresent(),
+        "kubectl is not on PATH, and src-test/kube (bash src-test/kube/build.sh) is not built");
     Path overlay = Files.createTempDirectory("gpushare-overlay");
     Path out = Files.createTempFile("kustomize", ".yaml");
     Path err = Files.createTempFile("kustomize", ".err");

@@ -87,6 +87,14 @@ class DocsTest {
               "kubectl apply -k deploy/",
               "deploy/bootstrap-tls.sh"),
           listed("KubeWebhookTest", "kubectl apply -f deploy/examples/gpu-share-demo.yaml"),
+          // deploy/README.md, "Watch it": on what the Kubernetes-mode scenarios wrote
+          listed(
+              "KubernetesModeOnARealApiServerTest",
+              "kubectl get node <node> -o jsonpath='{.status.allocatable}{\"\\n\"}'",
+              "kubectl get node <node> -o jsonpath='{range .status.conditions[?(@.type==\"GPUSharePolicyValid\")]}{.status} {.reason}: {.message}{\"\\n\"}{end}'",
+              "kubectl get pod gpu-share-demo -o jsonpath='{.metadata.annotations}{\"\\n\"}{.status.conditions}{\"\\n\"}'",
+              "kubectl get events -A --field-selector reason=GPUSharePreempted -w",
+              "kubectl describe pod gpu-share-demo"),
           // src-test/kube/README.md: .ci/run builds the control plane; the tests ask with --check
           listed(".ci/run", "bash src-test/kube/build.sh"),
           listed("KubeManifestsTest", "bash src-test/kube/build.sh --check"),
@@ -98,7 +106,6 @@ class DocsTest {
               "kubectl annotate node <node> alibabacloud.com/gpu-share-qos-config='{\"preemptEnabled\": true, \"podMaxDurationMinutes\": 120, \"reservedEphemeralStorage\": \"1.5Ti\"}'",
               "kubectl get node <node> -o yaml",
               "kubectl get pod gpu-share-demo -o yaml",
-              "kubectl describe pod gpu-share-demo",
               "kubectl -n gpushare-system wait --for=condition=complete job/gpushare-init-schema --timeout=10m",
               "kubectl -n gpushare-system logs job/gpushare-init-schema",
               "kubectl -n gpushare-system rollout status daemonset/gpushare",
@@ -107,10 +114,6 @@ class DocsTest {
               "mvn -B -pl http-api -DskipTests package jib:build -Dimage=registry.example.com/gpushare:0.1.0",
               "kubectl -n gpushare-system get certificate,pods -o wide",
               "kubectl get node -l alibabacloud.com/node-type=reserved",
-              "kubectl get node <node> -o jsonpath='{.status.allocatable}{\"\\n\"}'",
-              "kubectl get node <node> -o jsonpath='{range .status.conditions[?(@.type==\"GPUSharePolicyValid\")]}{.status} {.reason}: {.message}{\"\\n\"}{end}'",
-              "kubectl get pod gpu-share-demo -o jsonpath='{.metadata.annotations}{\"\\n\"}{.status.conditions}{\"\\n\"}'",
-              "kubectl get events -A --field-selector reason=GPUSharePreempted -w",
               "kubectl -n gpushare-system get pods -o wide --field-selector spec.nodeName=<node>",
               "kubectl -n gpushare-system logs -f <member-pod>",
               "kubectl -n gpushare-system port-forward <member-pod> 8080 &",

@@ -134,6 +134,17 @@ final class KubeControlPlane implements AutoCloseable {
     return binaries;
   }
 
+  /**
+   * The kubectl of {@code src-test/kube} if it is built already (nothing is built here): for tests
+   * that only render manifests with {@code kubectl kustomize} where no kubectl is on PATH.
+   */
+  static java.util.Optional<Path> builtKubectl() {
+    BuildResult check = runBuild(repositoryRoot().resolve("src-test/kube/build.sh"), "--check");
+    return check.status() == 0
+        ? java.util.Optional.of(Path.of(check.out(), "kubectl"))
+        : java.util.Optional.empty();
+  }
+
   private record BuildResult(int status, String out, String err) {}
 
   private static BuildResult runBuild(Path script, String... args) {

@@ -98,7 +98,7 @@ class KubernetesModeTest {
   static final Map<String, String> REF_ALLOCATABLE =
       Map.of("cpu", "176", "memory", "1800Gi", "ephemeral-storage", "4608Gi", EXCLUSIVE_GPU, "16");
 
-  private Cluster main;
+  Cluster main;
 
   /** The API server each cluster of this class runs against: the fabric8 mock here. */
   KubeApiServer apiServer() {

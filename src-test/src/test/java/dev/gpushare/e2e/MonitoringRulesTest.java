@@ -605,8 +605,11 @@ class MonitoringRulesTest {
   @Test
   void kubectlKustomizeRendersTheComponentAloneForKubectlApply() throws Exception {
     // kubectl apply -k deploy/monitoring/ beside an installed deploy/: the component's own objects.
-    Optional<Path> kubectl = DeployManifestsTest.onPath("kubectl");
-    Assumptions.assumeTrue(kubectl.isPresent(), "kubectl is not on PATH");
+    Optional<Path> kubectl =
+        DeployManifestsTest.onPath("kubectl").or(KubeControlPlane::builtKubectl);
+    Assumptions.assumeTrue(
+        kubectl.isPresent(),
+        "kubectl is not on PATH, and src-test/kube (bash src-test/kube/build.sh) is not built");
     Process p =
         new ProcessBuilder(kubectl.get().toString(), "kustomize", MONITORING.toString())
             .redirectErrorStream(false)
