@@ -155,8 +155,8 @@ class KubeScaleBenchmark {
     Params p = Params.fromSystemProperties();
     int perNode = Math.max(1, p.pods() / p.nodes());
     log("KubeScaleBenchmark %s; %d cores", p, Runtime.getRuntime().availableProcessors());
-    Path work = Files.createTempDirectory("kube-scale");
     RealKubeApiServer kube = RealKubeApiServer.start();
+    Path work = Files.createTempDirectory("kube-scale");
     Process kwok = null;
     ServerProcess member = null;
     List<Watch> watches = new ArrayList<>();
@@ -397,6 +397,9 @@ class KubeScaleBenchmark {
                       Long seen = t.awaitSeen(true, b, 120_000);
                       if (seen == null) {
                         probeTimeouts.incrementAndGet();
+                        api.delete(Api.podPath(pod) + "/demand");
+                        t.want(false, System.nanoTime(), tracks);
+                        continue; // a release of a grant never shown: no sample
                       } else {
                         probeGrant.add(seen - b);
                       }
@@ -794,10 +797,12 @@ class KubeScaleBenchmark {
     Long firstStatus; // nanoTime the GPUSharePolicy condition was first seen True
     boolean wantValid;
     long since;
+    Boolean shownValid; // the GPUSharePolicyValid status the API server showed last
 
     synchronized void want(boolean valid, long at, Tracks tracks) {
       wantValid = valid;
-      since = at;
+      // a revert of a change never written: the status shows it already; no sample
+      since = shownValid != null && shownValid == valid ? 0 : at;
     }
 
     synchronized void seen(Node n, long now, Tracks tracks) {
@@ -806,6 +811,9 @@ class KubeScaleBenchmark {
         firstStatus = now;
       }
       NodeCondition valid = KubernetesModeTest.condition(n, VALID);
+      if (valid != null) {
+        shownValid = "True".equals(valid.getStatus());
+      }
       if (since != 0 && valid != null && "True".equals(valid.getStatus()) == wantValid) {
         tracks.nodeStale.add(now - since);
         since = 0;
