@@ -98,6 +98,12 @@ class DocsTest {
           // src-test/kube/README.md: .ci/run builds the control plane; the tests ask with --check
           listed(".ci/run", "bash src-test/kube/build.sh"),
           listed("KubeManifestsTest", "bash src-test/kube/build.sh --check"),
+          // src-test/BENCHMARKS.md "A real API server at scale": the benchmark itself
+          listed(
+              "KubeScaleBenchmark",
+              "bash src-test/kube/build.sh --with-kwok",
+              "mvn -B -o -q -pl src-test test -Dtest=KubeScaleBenchmark"
+                  + " -Dsurefire.failIfNoSpecifiedTests=false"),
           // deploy/README.md
           listed(
               "DeployManifestsTest",

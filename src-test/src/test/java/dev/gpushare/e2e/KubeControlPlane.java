@@ -145,6 +145,21 @@ final class KubeControlPlane implements AutoCloseable {
         : java.util.Optional.empty();
   }
 
+  /** kwok, for the scale benchmark only: {@code build.sh --with-kwok} builds it on first use. */
+  static Path kwok() {
+    BuildResult result =
+        runBuild(repositoryRoot().resolve("src-test/kube/build.sh"), "--with-kwok");
+    assumeTrue(result.status() != 2, "no Go on PATH: kwok is built from its Go module");
+    if (result.status() != 0) {
+      throw new AssertionError(
+          "src-test/kube/build.sh --with-kwok failed (exit "
+              + result.status()
+              + "):\n"
+              + result.err());
+    }
+    return Path.of(result.out(), "kwok");
+  }
+
   private record BuildResult(int status, String out, String err) {}
 
   private static BuildResult runBuild(Path script, String... args) {
@@ -321,7 +336,10 @@ final class KubeControlPlane implements AutoCloseable {
                 "--service-account-private-key-file=" + pki.resolve("sa.key"),
                 "--root-ca-file=" + pki.resolve("ca.crt"),
                 "--service-cluster-ip-range=" + SERVICE_CIDR,
-                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-route,-service",
+                // No kubelet heartbeats here: the node lifecycle controller would taint every
+                // node unreachable and evict its pods; no cloud for IPAM.
+                "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,"
+                    + "-taint-eviction-controller",
                 "--v=1"),
             Map.of());
       }

@@ -38,7 +38,7 @@ class KubeManifestsTest {
 
   @RegisterExtension
   static final KubeControlPlane.Extension KUBE =
-      KubeControlPlane.extension(KubeControlPlane.Options.apiServerOnly());
+      KubeControlPlane.extension(KubeControlPlane.Options.apiServerOnly().withControllerManager());
 
   private static final ObjectMapper YAML =
       new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory());
@@ -180,6 +180,44 @@ class KubeManifestsTest {
     for (String o : rendered(kubectl, "deploy/")) {
       assertExists(kubectl, o);
     }
+    // The controllers take the workloads up: the Job's pod (the schema job) is created from the
+    // shipped template and admitted in gpushare-system (Pod Security, ServiceAccount, quota), and
+    // waits for a node; the DaemonSet has no GPU-HPN node to run on.
+    long deadline = System.nanoTime() + 60_000_000_000L;
+    String jobPods = "";
+    String desired = "";
+    while (System.nanoTime() < deadline) {
+      jobPods =
+          kubectl
+              .run("-n", NS, "get", "pods", "-l", "job-name=gpushare-init-schema", "-o", "name")
+              .ok()
+              .out();
+      desired =
+          kubectl
+              .run(
+                  "-n",
+                  NS,
+                  "get",
+                  "daemonset",
+                  "gpushare",
+                  "-o",
+                  "jsonpath={.status.desiredNumberScheduled}")
+              .ok()
+              .out();
+      if (!jobPods.isBlank() && !desired.isBlank()) {
+        break;
+      }
+      sleep(200);
+    }
+    String pods = jobPods;
+    assertTrue(
+        pods.startsWith("pod/gpushare-init-schema-"),
+        () ->
+            "the job controller made the schema job's pod: "
+                + pods
+                + "\n"
+                + kube.log("kube-controller-manager", 20));
+    assertEquals("0", desired, "no node for the DaemonSet");
     // deploy/README.md, "Install": the one PodSecurity warning lists exactly what the DaemonSet
     // relaxes: the hostPath volume data-plane and the init container data-plane-dir.
     List<String> warnings = apply.err().lines().filter(l -> l.startsWith("Warning:")).toList();
@@ -243,6 +281,15 @@ class KubeManifestsTest {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
 
   /** The names in {@code what "NAME"} in a Pod Security warning, e.g. {@code container "x"}. */
   private static TreeSet<String> quoted(String warning, String what) {

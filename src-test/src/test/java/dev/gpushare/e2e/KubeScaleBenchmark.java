@@ -171,7 +171,7 @@ class KubeScaleBenchmark {
       Path stages = KubeControlPlane.repositoryRoot().resolve("src-test/kube/kwok-stages.yaml");
       kwok =
           new ProcessBuilder(
-                  plane.bin().resolve("kwok").toString(),
+                  KubeControlPlane.kwok().toString(),
                   "--kubeconfig=" + plane.adminKubeconfig(),
                   "--config=" + stages,
                   "--manage-all-nodes=false",
