@@ -895,7 +895,82 @@ final class KubeControlPlane implements AutoCloseable {
           name + ".crt");
     }
 
-    private static void openssl(Path dir, String... args) throws IOException {
+    /** A CA in {@code dir}: tls.key (PKCS#8), tls.crt, and ca.crt (the same certificate). */
+    static void ca(Path dir, String cn) throws IOException {
+      openssl(
+          dir,
+          "genpkey",
+          "-algorithm",
+          "RSA",
+          "-pkeyopt",
+          "rsa_keygen_bits:2048",
+          "-out",
+          "tls.key");
+      openssl(
+          dir,
+          "req",
+          "-x509",
+          "-new",
+          "-key",
+          "tls.key",
+          "-sha256",
+          "-days",
+          "3650",
+          "-subj",
+          "/CN=" + cn,
+          "-addext",
+          "basicConstraints=critical,CA:TRUE",
+          "-addext",
+          "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign",
+          "-out",
+          "tls.crt");
+      Files.copy(dir.resolve("tls.crt"), dir.resolve("ca.crt"));
+    }
+
+    /**
+     * A certificate in {@code dir} signed by the CA in {@code ca} ({@link #ca}): tls.key (PKCS#8),
+     * tls.crt with {@code extensions}, ca.crt; checked with {@code openssl verify}.
+     */
+    static void leaf(Path dir, Path ca, String subject, String extensions) throws IOException {
+      openssl(
+          dir,
+          "genpkey",
+          "-algorithm",
+          "RSA",
+          "-pkeyopt",
+          "rsa_keygen_bits:2048",
+          "-out",
+          "tls.key");
+      openssl(dir, "req", "-new", "-key", "tls.key", "-subj", subject, "-out", "tls.csr");
+      Files.writeString(
+          dir.resolve("ext.cnf"),
+          "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+              + extensions
+              + "\n");
+      openssl(
+          dir,
+          "x509",
+          "-req",
+          "-sha256",
+          "-days",
+          "90",
+          "-in",
+          "tls.csr",
+          "-CA",
+          ca.resolve("tls.crt").toString(),
+          "-CAkey",
+          ca.resolve("tls.key").toString(),
+          "-set_serial",
+          "0x" + Long.toHexString(System.nanoTime()),
+          "-extfile",
+          "ext.cnf",
+          "-out",
+          "tls.crt");
+      Files.copy(ca.resolve("tls.crt"), dir.resolve("ca.crt"));
+      openssl(dir, "verify", "-CAfile", "ca.crt", "tls.crt");
+    }
+
+    static void openssl(Path dir, String... args) throws IOException {
       List<String> cmd = new ArrayList<>();
       cmd.add("openssl");
       cmd.addAll(List.of(args));
@@ -905,15 +980,16 @@ final class KubeControlPlane implements AutoCloseable {
               .redirectErrorStream(true)
               .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
               .start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       try {
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
           throw new AssertionError("openssl " + String.join(" ", args) + " failed:\n" + out);
         }
       } catch (InterruptedException e) {
-        p.destroyForcibly();
         Thread.currentThread().interrupt();
         throw new AssertionError("interrupted", e);
+      } finally {
+        ChildProcess.killTree(p.toHandle());
       }
     }
   }

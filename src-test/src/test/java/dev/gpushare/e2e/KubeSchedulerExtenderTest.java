@@ -19,7 +19,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.gpushare.e2e.KubeControlPlane.Kubectl;
 import dev.gpushare.e2e.KubernetesModeTest.Cluster;
-import dev.gpushare.gpu.ChildProcess;
 import dev.gpushare.http.extender.SchedulerExtenderRoutes;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -27,7 +26,6 @@ import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.Quantity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,7 +35,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -689,8 +686,8 @@ class KubeSchedulerExtenderTest {
       Path schedulerCa = Files.createDirectories(dir.resolve("scheduler-ca"));
       Path client = Files.createDirectories(dir.resolve("scheduler-client"));
       Path webhookCa = Files.createDirectories(dir.resolve("webhook-ca"));
-      ca(webhookCa, "gpushare-webhook-ca");
-      leaf(
+      KubeControlPlane.Pki.ca(webhookCa, "gpushare-webhook-ca");
+      KubeControlPlane.Pki.leaf(
           webhook,
           webhookCa,
           "/CN=" + SERVICE_HOST,
@@ -699,102 +696,9 @@ class KubeSchedulerExtenderTest {
               + ",DNS:"
               + SERVICE_HOST
               + ".cluster.local");
-      ca(schedulerCa, "gpushare-scheduler-client-ca");
-      leaf(client, schedulerCa, "/CN=system:kube-scheduler", "extendedKeyUsage=clientAuth");
-    }
-
-    private static void ca(Path dir, String cn) throws IOException {
-      openssl(
-          dir,
-          "genpkey",
-          "-algorithm",
-          "RSA",
-          "-pkeyopt",
-          "rsa_keygen_bits:2048",
-          "-out",
-          "tls.key");
-      openssl(
-          dir,
-          "req",
-          "-x509",
-          "-new",
-          "-key",
-          "tls.key",
-          "-sha256",
-          "-days",
-          "3650",
-          "-subj",
-          "/CN=" + cn,
-          "-addext",
-          "basicConstraints=critical,CA:TRUE",
-          "-addext",
-          "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign",
-          "-out",
-          "tls.crt");
-      Files.copy(dir.resolve("tls.crt"), dir.resolve("ca.crt"));
-    }
-
-    private static void leaf(Path dir, Path ca, String subject, String extensions)
-        throws IOException {
-      openssl(
-          dir,
-          "genpkey",
-          "-algorithm",
-          "RSA",
-          "-pkeyopt",
-          "rsa_keygen_bits:2048",
-          "-out",
-          "tls.key");
-      openssl(dir, "req", "-new", "-key", "tls.key", "-subj", subject, "-out", "tls.csr");
-      Files.writeString(
-          dir.resolve("ext.cnf"),
-          "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-              + extensions
-              + "\n");
-      openssl(
-          dir,
-          "x509",
-          "-req",
-          "-sha256",
-          "-days",
-          "90",
-          "-in",
-          "tls.csr",
-          "-CA",
-          ca.resolve("tls.crt").toString(),
-          "-CAkey",
-          ca.resolve("tls.key").toString(),
-          "-set_serial",
-          "0x" + Long.toHexString(System.nanoTime()),
-          "-extfile",
-          "ext.cnf",
-          "-out",
-          "tls.crt");
-      Files.copy(ca.resolve("tls.crt"), dir.resolve("ca.crt"));
-      openssl(dir, "verify", "-CAfile", "ca.crt", "tls.crt");
-    }
-
-    private static void openssl(Path dir, String... args) throws IOException {
-      List<String> cmd = new ArrayList<>();
-      cmd.add("openssl");
-      cmd.addAll(List.of(args));
-      Process p =
-          new ProcessBuilder(cmd)
-              .directory(dir.toFile())
-              .redirectErrorStream(true)
-              .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-              .start();
-      try {
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-          throw new AssertionError("openssl " + String.join(" ", args) + " failed:\n" + out);
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError("interrupted", e);
-      } finally {
-        ChildProcess.killTree(p.toHandle());
-      }
+      KubeControlPlane.Pki.ca(schedulerCa, "gpushare-scheduler-client-ca");
+      KubeControlPlane.Pki.leaf(
+          client, schedulerCa, "/CN=system:kube-scheduler", "extendedKeyUsage=clientAuth");
     }
   }
 }

@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyFactory;
@@ -611,55 +610,11 @@ class KubeWebhookTest {
    */
   private void startSecondWebhook() throws Exception {
     Path pki = Files.createDirectories(dir.resolve("second-webhook-pki"));
+    Path caDir = Files.createDirectories(dir.resolve("second-webhook-ca"));
     String host = SECOND_SERVICE + "." + NS + ".svc";
-    openssl(
-        pki,
-        "req",
-        "-x509",
-        "-new",
-        "-nodes",
-        "-newkey",
-        "rsa:2048",
-        "-sha256",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=e2e-second-webhook-ca",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt");
-    openssl(
-        pki, "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "tls.key");
-    openssl(pki, "req", "-new", "-key", "tls.key", "-subj", "/CN=" + host, "-out", "tls.csr");
-    Files.writeString(
-        pki.resolve("ext.cnf"),
-        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-            + "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:"
-            + host
-            + "\n");
-    openssl(
-        pki,
-        "x509",
-        "-req",
-        "-sha256",
-        "-days",
-        "2",
-        "-in",
-        "tls.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-extfile",
-        "ext.cnf",
-        "-out",
-        "tls.crt");
+    KubeControlPlane.Pki.ca(caDir, "e2e-second-webhook-ca");
+    KubeControlPlane.Pki.leaf(
+        pki, caDir, "/CN=" + host, "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:" + host);
 
     CertificateFactory x509 = CertificateFactory.getInstance("X.509");
     Certificate cert;
@@ -899,25 +854,6 @@ class KubeWebhookTest {
       return Files.readString(file);
     } catch (IOException e) {
       return "(" + e + ")";
-    }
-  }
-
-  private static void openssl(Path dir, String... args) throws IOException, InterruptedException {
-    List<String> cmd = new ArrayList<>(List.of("openssl"));
-    cmd.addAll(List.of(args));
-    Process p =
-        new ProcessBuilder(cmd)
-            .directory(dir.toFile())
-            .redirectErrorStream(true)
-            .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-            .start();
-    try {
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new AssertionError("openssl " + String.join(" ", args) + " failed:\n" + out);
-      }
-    } finally {
-      ChildProcess.killTree(p.toHandle());
     }
   }
 
