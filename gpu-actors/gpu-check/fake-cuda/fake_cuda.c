@@ -14,7 +14,8 @@
  * driver, cuGetProcAddress hands back internal entry points for some functions, not the address
  * dlsym gives for the exported name: cuInit, cuMemAlloc_v2, cuMemFree_v2, cuMemGetInfo_v2,
  * cuLaunchKernel, cuLaunchKernel_ptsz and cuCtxSynchronize_v2 come back as this file's static
- * entry points (internal_*), which do what the exported ones do.
+ * entry points (internal_*), which do what the exported ones do; so do cuCtxCreate_v2, _v3 and
+ * _v4 (the last two take other arguments: an affinity list, a params struct).
  *
  * Environment:
  *   FAKE_CUDA_VERSION=12090      what cuDriverGetVersion answers
@@ -30,6 +31,12 @@
  *   FAKE_CUDA_MODULE_BYTES=n     what each cuModuleLoad* / cuLibraryLoad* takes until its unload
  *                                (default 0), as a real driver's eager loading takes
  *   FAKE_CUDA_TRACE=1            a line on stderr per call: "fake libcuda: <exported name>(<arg>)"
+ *   FAKE_CUDA_PROC_ADDRESS=global  cuGetProcAddress hands back each variant's exported name as
+ *                                the process's global scope resolves it (dlsym(RTLD_DEFAULT)), as a
+ *                                driver or a shim built without -Bsymbolic does: under LD_PRELOAD
+ *                                that is the preloaded library's function of the name
+ *   FAKE_CUDA_NEWER=name@v,...   cuGetProcAddress(name) at version v or later hands back a variant
+ *                                newer than any table knows (it traces "a newer variant")
  *   FAKE_CUDA_FAIL=call:code,... make a call fail with that CUresult, e.g. lock:909 restore:2;
  *                                call is init, state, lock, checkpoint, restore or unlock;
  *                                call:code:N fails only the first N times
@@ -41,6 +48,7 @@
  *   FAKE_GPU_QUEUE_US=2000       with FAKE_GPU_FILE: the most work a launch may leave queued
  * Built with -DFAKE_OLD_DRIVER it exports no cuCheckpointProcess* function (a driver before 12.8).
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -384,7 +392,8 @@ CUresult cuCtxCreate_v3(CUcontext *pctx, void *affinity, int n, unsigned int fla
   return context("cuCtxCreate_v3", pctx, dev, 1);
 }
 CUresult cuCtxCreate_v4(CUcontext *pctx, void *params, unsigned int flags, CUdevice dev) {
-  (void)params, (void)flags;
+  (void)flags;
+  fake_trace("cuCtxCreate_v4 params=%p", params); /* a caller's pointer, as it reached the driver */
   return context("cuCtxCreate_v4", pctx, dev, 1);
 }
 CUresult cuCtxSetCurrent(CUcontext ctx) {
@@ -486,7 +495,8 @@ static const struct variant variants[] = {
   V2(cuDeviceTotalMem, 2000) V2(cuCtxCreate, 2000)
   R(cuCtxCreate, cuCtxCreate_v3, 11040, 0) R(cuCtxCreate, cuCtxCreate_v4, 12050, 0)
   ONE(cuDevicePrimaryCtxRetain, 7000) ONE(cuCtxSetCurrent, 4000) ONE(cuCtxGetCurrent, 4000)
-  V2(cuCtxDestroy, 2000) ONE(cuDevicePrimaryCtxRelease, 7000)
+  R(cuCtxDestroy, cuCtxDestroy, 2000, 0) R(cuCtxDestroy, cuCtxDestroy_v2, 4000, 0)
+  ONE(cuDevicePrimaryCtxRelease, 7000)
   R(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000, 0)
   ONE(cuDevicePrimaryCtxReset, 7000)
   R(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000, 0)
@@ -583,14 +593,34 @@ static CUresult internal_cuLaunchKernel_ptsz(void *f, unsigned gx, unsigned gy, 
   return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
 }
 static CUresult internal_cuCtxSynchronize_v2(CUcontext ctx) { return cuCtxSynchronize_v2(ctx); }
+static CUresult internal_cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+static CUresult internal_cuCtxCreate_v3(CUcontext *pctx, void *affinity, int n, unsigned int flags,
+                                        CUdevice dev) {
+  return cuCtxCreate_v3(pctx, affinity, n, flags, dev);
+}
+static CUresult internal_cuCtxCreate_v4(CUcontext *pctx, void *params, unsigned int flags,
+                                        CUdevice dev) {
+  return cuCtxCreate_v4(pctx, params, flags, dev);
+}
 #define INTERNAL(n) {#n, (void *)internal_##n},
 static const struct { const char *name; void *fn; } internal[] = {
   INTERNAL(cuInit) INTERNAL(cuMemAlloc_v2) INTERNAL(cuMemFree_v2) INTERNAL(cuMemGetInfo_v2)
   INTERNAL(cuLaunchKernel) INTERNAL(cuLaunchKernel_ptsz) INTERNAL(cuCtxSynchronize_v2)
+  INTERNAL(cuCtxCreate_v2) INTERNAL(cuCtxCreate_v3) INTERNAL(cuCtxCreate_v4)
 };
 
-/* What cuGetProcAddress hands back for an exported variant. */
+/* What cuGetProcAddress hands back for an exported variant: an internal entry point, the
+ * variant's own function, or with FAKE_CUDA_PROC_ADDRESS=global the exported name as the process's
+ * global scope resolves it (a driver or shim that takes its exported functions' addresses through
+ * the GOT: under LD_PRELOAD, the preloaded library's function of that name). */
 static void *entry_point(const char *name) {
+  const char *mode = getenv("FAKE_CUDA_PROC_ADDRESS");
+  if (mode && strcmp(mode, "global") == 0) {
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (p) return p;
+  }
   for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
     if (strcmp(internal[i].name, name) == 0) return internal[i].fn;
   }
@@ -604,11 +634,34 @@ static void *function(const char *name) {
   return fake_mem_fn(name);
 }
 
+/* FAKE_CUDA_NEWER=name@version,...: a variant of `name` newer than any other table knows, for
+ * versions from `version` on: an internal entry point that says it was called. */
+static CUresult newer_variant(void *a, void *b) {
+  (void)a, (void)b;
+  fake_trace("a newer variant");
+  return CUDA_SUCCESS;
+}
+
+static int newer(const char *symbol, int cudaVersion) {
+  const char *spec = getenv("FAKE_CUDA_NEWER");
+  size_t n = symbol ? strlen(symbol) : 0;
+  for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    if (n && strncmp(p, symbol, n) == 0 && p[n] == '@' && cudaVersion >= atoi(p + n + 1)) return 1;
+  }
+  return 0;
+}
+
 /* The newest variant not newer than cudaVersion; the per-thread one when asked for and there. */
 static CUresult resolve(const char *call, const char *symbol, void **pfn, int cudaVersion,
                         unsigned long long flags, int *status) {
   const struct variant *legacy = NULL, *per_thread = NULL;
   int known = 0;
+  if (newer(symbol, cudaVersion)) {
+    fake_trace("%s(%s, %d, %llu) -> a newer variant", call, symbol, cudaVersion, flags);
+    if (pfn) *pfn = (void *)newer_variant;
+    if (status) *status = 0;
+    return CUDA_SUCCESS;
+  }
   for (size_t i = 0; symbol && i < sizeof variants / sizeof variants[0]; i++) {
     const struct variant *v = &variants[i];
     if (strcmp(v->base, symbol) != 0) continue;

@@ -174,176 +174,193 @@ struct array3d_desc_v1 { unsigned Width, Height, Depth; int Format; unsigned Num
 #define A_SET2D16A A_SET2D8A
 #define A_SET2D32A A_SET2D8A
 
-/* (the name cuGetProcAddress is asked for, the exported variant, its shape) */
+/* (the name cuGetProcAddress is asked for, the exported variant, the CUDA version that variant
+ * came with (cudaTypedefs.h's PFN_<name>_v<version>, _ptds/_ptsz included), its shape) */
 /* Kernel launches: what the compute limit counts (gs_launch_gate), a CUDA graph's launch among
  * them (vLLM's decode and torch.compile launch little else); one token each, whatever the work:
  * the controller corrects the rate by the time the pod's launches take on the GPU. */
-#define LAUNCHES(X)                                                                              \
-  X(cuLaunchKernel, cuLaunchKernel, LAUNCH) X(cuLaunchKernel, cuLaunchKernel_ptsz, LAUNCH)       \
-  X(cuLaunchKernelEx, cuLaunchKernelEx, LAUNCHEX)                                                \
-  X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, LAUNCHEX)                                           \
-  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, COOP)                                  \
-  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, COOP)                             \
-  X(cuLaunchCooperativeKernelMultiDevice, cuLaunchCooperativeKernelMultiDevice, MULTI)           \
-  X(cuGraphLaunch, cuGraphLaunch, GRAPH) X(cuGraphLaunch, cuGraphLaunch_ptsz, GRAPH)             \
-  X(cuLaunch, cuLaunch, LAUNCH0) X(cuLaunchGrid, cuLaunchGrid, GRID)                             \
-  X(cuLaunchGridAsync, cuLaunchGridAsync, GRIDA)
+#define LAUNCHES(X)                                                                                \
+  X(cuLaunchKernel, cuLaunchKernel, 4000, LAUNCH)                                                  \
+  X(cuLaunchKernel, cuLaunchKernel_ptsz, 7000, LAUNCH)                                             \
+  X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, LAUNCHEX)                                           \
+  X(cuLaunchKernelEx, cuLaunchKernelEx_ptsz, 11060, LAUNCHEX)                                      \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, COOP)                              \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel_ptsz, 9000, COOP)                         \
+  X(cuLaunchCooperativeKernelMultiDevice, cuLaunchCooperativeKernelMultiDevice, 9000, MULTI)       \
+  X(cuGraphLaunch, cuGraphLaunch, 10000, GRAPH)                                                    \
+  X(cuGraphLaunch, cuGraphLaunch_ptsz, 10000, GRAPH) X(cuLaunch, cuLaunch, 2000, LAUNCH0)          \
+  X(cuLaunchGrid, cuLaunchGrid, 2000, GRID) X(cuLaunchGridAsync, cuLaunchGridAsync, 2000, GRIDA)
 
-#define WORK(X)                                                                                  \
+#define WORK(X)                                                                                    \
   LAUNCHES(X) OTHER_WORK(X) SYNCS(X)
 
 /* Synchronisations: where a stream-ordered pool gives back what it holds over its release
  * threshold, so the pod's count asks the pools again after one (when they may hold any). */
-#define SYNCS(X)                                                                                 \
-  X(cuCtxSynchronize, cuCtxSynchronize, NONE) X(cuCtxSynchronize, cuCtxSynchronize_v2, CTX)      \
-  X(cuStreamSynchronize, cuStreamSynchronize, STREAM)                                            \
-  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, STREAM)                                       \
-  X(cuEventSynchronize, cuEventSynchronize, EVENT)
+#define SYNCS(X)                                                                                   \
+  X(cuCtxSynchronize, cuCtxSynchronize, 2000, NONE)                                                \
+  X(cuCtxSynchronize, cuCtxSynchronize_v2, 13000, CTX)                                             \
+  X(cuStreamSynchronize, cuStreamSynchronize, 2000, STREAM)                                        \
+  X(cuStreamSynchronize, cuStreamSynchronize_ptsz, 7000, STREAM)                                   \
+  X(cuEventSynchronize, cuEventSynchronize, 2000, EVENT)
 
-#define OTHER_WORK(X)                                                                            \
-  X(cuLaunchHostFunc, cuLaunchHostFunc, HOSTFN) X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, HOSTFN) \
-  X(cuMemcpy, cuMemcpy, DD) X(cuMemcpy, cuMemcpy_ptds, DD)                                       \
-  X(cuMemcpyAsync, cuMemcpyAsync, DDA) X(cuMemcpyAsync, cuMemcpyAsync_ptsz, DDA)                 \
-  X(cuMemcpyHtoD, cuMemcpyHtoD, HD1) X(cuMemcpyHtoD, cuMemcpyHtoD_v2, HD)                        \
-  X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds, HD)                                                      \
-  X(cuMemcpyDtoH, cuMemcpyDtoH, DH1) X(cuMemcpyDtoH, cuMemcpyDtoH_v2, DH)                        \
-  X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds, DH)                                                      \
-  X(cuMemcpyDtoD, cuMemcpyDtoD, DD1) X(cuMemcpyDtoD, cuMemcpyDtoD_v2, DD)                        \
-  X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds, DD)                                                      \
-  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, HDA1) X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, HDA)  \
-  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, HDA)                                           \
-  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, DHA1) X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, DHA)  \
-  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, DHA)                                           \
-  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, DDA1) X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, DDA)  \
-  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, DDA)                                           \
-  X(cuMemcpy2D, cuMemcpy2D, COPY) X(cuMemcpy2D, cuMemcpy2D_v2, COPY)                             \
-  X(cuMemcpy2D, cuMemcpy2D_v2_ptds, COPY)                                                        \
-  X(cuMemcpy2DAsync, cuMemcpy2DAsync, COPYA) X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, COPYA)       \
-  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, COPYA)                                             \
-  X(cuMemcpy3D, cuMemcpy3D, COPY) X(cuMemcpy3D, cuMemcpy3D_v2, COPY)                             \
-  X(cuMemcpy3D, cuMemcpy3D_v2_ptds, COPY)                                                        \
-  X(cuMemcpy3DAsync, cuMemcpy3DAsync, COPYA) X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, COPYA)       \
-  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, COPYA)                                             \
-  X(cuMemcpyPeer, cuMemcpyPeer, PEER) X(cuMemcpyPeer, cuMemcpyPeer_ptds, PEER)                   \
-  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, PEERA)                                                 \
-  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz, PEERA)                                            \
-  X(cuMemsetD8, cuMemsetD8, SET8_1) X(cuMemsetD8, cuMemsetD8_v2, SET8)                           \
-  X(cuMemsetD8, cuMemsetD8_v2_ptds, SET8)                                                        \
-  X(cuMemsetD16, cuMemsetD16, SET16_1) X(cuMemsetD16, cuMemsetD16_v2, SET16)                     \
-  X(cuMemsetD16, cuMemsetD16_v2_ptds, SET16)                                                     \
-  X(cuMemsetD32, cuMemsetD32, SET32_1) X(cuMemsetD32, cuMemsetD32_v2, SET32)                     \
-  X(cuMemsetD32, cuMemsetD32_v2_ptds, SET32)                                                     \
-  X(cuMemsetD8Async, cuMemsetD8Async, SET8A) X(cuMemsetD8Async, cuMemsetD8Async_ptsz, SET8A)     \
-  X(cuMemsetD16Async, cuMemsetD16Async, SET16A)                                                  \
-  X(cuMemsetD16Async, cuMemsetD16Async_ptsz, SET16A)                                             \
-  X(cuMemsetD32Async, cuMemsetD32Async, SET32A)                                                  \
-  X(cuMemsetD32Async, cuMemsetD32Async_ptsz, SET32A)                                             \
-  X(cuStreamWaitEvent, cuStreamWaitEvent, WAITEV)                                                \
-  X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, WAITEV)                                           \
-  X(cuStreamQuery, cuStreamQuery, STREAM) X(cuStreamQuery, cuStreamQuery_ptsz, STREAM)           \
-  X(cuEventRecord, cuEventRecord, RECORD) X(cuEventRecord, cuEventRecord_ptsz, RECORD)         \
-  MORE_WORK(X)
+#define OTHER_WORK(X)                                                                              \
+  X(cuLaunchHostFunc, cuLaunchHostFunc, 10000, HOSTFN)                                             \
+  X(cuLaunchHostFunc, cuLaunchHostFunc_ptsz, 10000, HOSTFN) X(cuMemcpy, cuMemcpy, 4000, DD)        \
+  X(cuMemcpy, cuMemcpy_ptds, 7000, DD) X(cuMemcpyAsync, cuMemcpyAsync, 4000, DDA)                  \
+  X(cuMemcpyAsync, cuMemcpyAsync_ptsz, 7000, DDA) X(cuMemcpyHtoD, cuMemcpyHtoD, 2000, HD1)         \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2, 3020, HD) X(cuMemcpyHtoD, cuMemcpyHtoD_v2_ptds, 7000, HD)       \
+  X(cuMemcpyDtoH, cuMemcpyDtoH, 2000, DH1) X(cuMemcpyDtoH, cuMemcpyDtoH_v2, 3020, DH)              \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2_ptds, 7000, DH) X(cuMemcpyDtoD, cuMemcpyDtoD, 2000, DD1)         \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2, 3020, DD) X(cuMemcpyDtoD, cuMemcpyDtoD_v2_ptds, 7000, DD)       \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, 2000, HDA1)                                              \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, 3020, HDA)                                            \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2_ptsz, 7000, HDA)                                       \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, 2000, DHA1)                                              \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, 3020, DHA)                                            \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2_ptsz, 7000, DHA)                                       \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, 3000, DDA1)                                              \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, 3020, DDA)                                            \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2_ptsz, 7000, DDA)                                       \
+  X(cuMemcpy2D, cuMemcpy2D, 2000, COPY) X(cuMemcpy2D, cuMemcpy2D_v2, 3020, COPY)                   \
+  X(cuMemcpy2D, cuMemcpy2D_v2_ptds, 7000, COPY) X(cuMemcpy2DAsync, cuMemcpy2DAsync, 2000, COPYA)   \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, 3020, COPYA)                                              \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2_ptsz, 7000, COPYA) X(cuMemcpy3D, cuMemcpy3D, 2000, COPY)   \
+  X(cuMemcpy3D, cuMemcpy3D_v2, 3020, COPY) X(cuMemcpy3D, cuMemcpy3D_v2_ptds, 7000, COPY)           \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync, 2000, COPYA)                                                 \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, 3020, COPYA)                                              \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2_ptsz, 7000, COPYA)                                         \
+  X(cuMemcpyPeer, cuMemcpyPeer, 4000, PEER) X(cuMemcpyPeer, cuMemcpyPeer_ptds, 7000, PEER)         \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 4000, PEERA)                                             \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz, 7000, PEERA)                                        \
+  X(cuMemsetD8, cuMemsetD8, 2000, SET8_1) X(cuMemsetD8, cuMemsetD8_v2, 3020, SET8)                 \
+  X(cuMemsetD8, cuMemsetD8_v2_ptds, 7000, SET8) X(cuMemsetD16, cuMemsetD16, 2000, SET16_1)         \
+  X(cuMemsetD16, cuMemsetD16_v2, 3020, SET16) X(cuMemsetD16, cuMemsetD16_v2_ptds, 7000, SET16)     \
+  X(cuMemsetD32, cuMemsetD32, 2000, SET32_1) X(cuMemsetD32, cuMemsetD32_v2, 3020, SET32)           \
+  X(cuMemsetD32, cuMemsetD32_v2_ptds, 7000, SET32)                                                 \
+  X(cuMemsetD8Async, cuMemsetD8Async, 3020, SET8A)                                                 \
+  X(cuMemsetD8Async, cuMemsetD8Async_ptsz, 7000, SET8A)                                            \
+  X(cuMemsetD16Async, cuMemsetD16Async, 3020, SET16A)                                              \
+  X(cuMemsetD16Async, cuMemsetD16Async_ptsz, 7000, SET16A)                                         \
+  X(cuMemsetD32Async, cuMemsetD32Async, 3020, SET32A)                                              \
+  X(cuMemsetD32Async, cuMemsetD32Async_ptsz, 7000, SET32A)                                         \
+  X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, WAITEV)                                            \
+  X(cuStreamWaitEvent, cuStreamWaitEvent_ptsz, 7000, WAITEV)                                       \
+  X(cuStreamQuery, cuStreamQuery, 2000, STREAM)                                                    \
+  X(cuStreamQuery, cuStreamQuery_ptsz, 7000, STREAM)                                               \
+  X(cuEventRecord, cuEventRecord, 2000, RECORD)                                                    \
+  X(cuEventRecord, cuEventRecord_ptsz, 7000, RECORD) MORE_WORK(X)
 
 /* The rest of cuda.h's calls that put work on a stream: gated (they wait while the pod is not
  * Running on its GPU, is being stopped or is checkpointed), not counted. */
-#define MORE_WORK(X)                                                                             \
-  X(cuEventRecordWithFlags, cuEventRecordWithFlags, RECORDF)                                     \
-  X(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, RECORDF)                                \
-  X(cuGraphUpload, cuGraphUpload, GRAPH) X(cuGraphUpload, cuGraphUpload_ptsz, GRAPH)             \
-  X(cuStreamBatchMemOp, cuStreamBatchMemOp, BATCH)                                               \
-  X(cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, BATCH)                                          \
-  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2, BATCH)                                            \
-  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2_ptsz, BATCH)                                       \
-  X(cuStreamWriteValue32, cuStreamWriteValue32, VAL32)                                           \
-  X(cuStreamWriteValue32, cuStreamWriteValue32_ptsz, VAL32)                                      \
-  X(cuStreamWriteValue32, cuStreamWriteValue32_v2, VAL32)                                        \
-  X(cuStreamWriteValue32, cuStreamWriteValue32_v2_ptsz, VAL32)                                   \
-  X(cuStreamWriteValue64, cuStreamWriteValue64, VAL64)                                           \
-  X(cuStreamWriteValue64, cuStreamWriteValue64_ptsz, VAL64)                                      \
-  X(cuStreamWriteValue64, cuStreamWriteValue64_v2, VAL64)                                        \
-  X(cuStreamWriteValue64, cuStreamWriteValue64_v2_ptsz, VAL64)                                   \
-  X(cuStreamWaitValue32, cuStreamWaitValue32, VAL32)                                             \
-  X(cuStreamWaitValue32, cuStreamWaitValue32_ptsz, VAL32)                                        \
-  X(cuStreamWaitValue32, cuStreamWaitValue32_v2, VAL32)                                          \
-  X(cuStreamWaitValue32, cuStreamWaitValue32_v2_ptsz, VAL32)                                     \
-  X(cuStreamWaitValue64, cuStreamWaitValue64, VAL64)                                             \
-  X(cuStreamWaitValue64, cuStreamWaitValue64_ptsz, VAL64)                                        \
-  X(cuStreamWaitValue64, cuStreamWaitValue64_v2, VAL64)                                          \
-  X(cuStreamWaitValue64, cuStreamWaitValue64_v2_ptsz, VAL64)                                     \
-  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync, MBATCH)                                              \
-  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, MBATCH)                                         \
-  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2, MBATCH2)                                          \
-  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2_ptsz, MBATCH2)                                     \
-  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync, M3BATCH)                                         \
-  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, M3BATCH)                                    \
-  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, M3BATCH2)                                     \
-  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2_ptsz, M3BATCH2)                                \
-  X(cuMemcpy3DPeer, cuMemcpy3DPeer, COPY) X(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, COPY)           \
-  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, COPYA)                                             \
-  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, COPYA)                                        \
-  X(cuMemcpyHtoA, cuMemcpyHtoA_v2, HA) X(cuMemcpyHtoA, cuMemcpyHtoA_v2_ptds, HA)                 \
-  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2, HAA)                                                \
-  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2_ptsz, HAA)                                           \
-  X(cuMemcpyAtoH, cuMemcpyAtoH_v2, AH) X(cuMemcpyAtoH, cuMemcpyAtoH_v2_ptds, AH)                 \
-  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2, AHA)                                                \
-  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2_ptsz, AHA)                                           \
-  X(cuMemcpyAtoD, cuMemcpyAtoD_v2, AD) X(cuMemcpyAtoD, cuMemcpyAtoD_v2_ptds, AD)                 \
-  X(cuMemcpyDtoA, cuMemcpyDtoA_v2, DA) X(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds, DA)                 \
-  X(cuMemcpyAtoA, cuMemcpyAtoA_v2, AA) X(cuMemcpyAtoA, cuMemcpyAtoA_v2_ptds, AA)                 \
-  X(cuMemsetD2D8, cuMemsetD2D8_v2, SET2D8) X(cuMemsetD2D8, cuMemsetD2D8_v2_ptds, SET2D8)         \
-  X(cuMemsetD2D16, cuMemsetD2D16_v2, SET2D16) X(cuMemsetD2D16, cuMemsetD2D16_v2_ptds, SET2D16)   \
-  X(cuMemsetD2D32, cuMemsetD2D32_v2, SET2D32) X(cuMemsetD2D32, cuMemsetD2D32_v2_ptds, SET2D32)   \
-  X(cuMemsetD2D8Async, cuMemsetD2D8Async, SET2D8A)                                               \
-  X(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz, SET2D8A)                                          \
-  X(cuMemsetD2D16Async, cuMemsetD2D16Async, SET2D16A)                                            \
-  X(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz, SET2D16A)                                       \
-  X(cuMemsetD2D32Async, cuMemsetD2D32Async, SET2D32A)                                            \
-  X(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz, SET2D32A)                                       \
-  X(cuMemPrefetchAsync, cuMemPrefetchAsync, PREFETCH)                                            \
-  X(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, PREFETCH)                                       \
-  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, PREFETCH2)                                        \
-  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz, PREFETCH2)                                   \
-  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync, SEMA)                      \
-  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz, SEMA)                 \
-  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync, SEMA)                          \
-  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz, SEMA)
+#define MORE_WORK(X)                                                                               \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags, 11010, RECORDF)                                \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz, 11010, RECORDF)                           \
+  X(cuGraphUpload, cuGraphUpload, 11010, GRAPH)                                                    \
+  X(cuGraphUpload, cuGraphUpload_ptsz, 11010, GRAPH)                                               \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp, 8000, BATCH)                                           \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_ptsz, 8000, BATCH)                                      \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2, 11070, BATCH)                                       \
+  X(cuStreamBatchMemOp, cuStreamBatchMemOp_v2_ptsz, 11070, BATCH)                                  \
+  X(cuStreamWriteValue32, cuStreamWriteValue32, 8000, VAL32)                                       \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_ptsz, 8000, VAL32)                                  \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_v2, 11070, VAL32)                                   \
+  X(cuStreamWriteValue32, cuStreamWriteValue32_v2_ptsz, 11070, VAL32)                              \
+  X(cuStreamWriteValue64, cuStreamWriteValue64, 9000, VAL64)                                       \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_ptsz, 9000, VAL64)                                  \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_v2, 11070, VAL64)                                   \
+  X(cuStreamWriteValue64, cuStreamWriteValue64_v2_ptsz, 11070, VAL64)                              \
+  X(cuStreamWaitValue32, cuStreamWaitValue32, 8000, VAL32)                                         \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_ptsz, 8000, VAL32)                                    \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_v2, 11070, VAL32)                                     \
+  X(cuStreamWaitValue32, cuStreamWaitValue32_v2_ptsz, 11070, VAL32)                                \
+  X(cuStreamWaitValue64, cuStreamWaitValue64, 9000, VAL64)                                         \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_ptsz, 9000, VAL64)                                    \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_v2, 11070, VAL64)                                     \
+  X(cuStreamWaitValue64, cuStreamWaitValue64_v2_ptsz, 11070, VAL64)                                \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync, 12080, MBATCH)                                         \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_ptsz, 12080, MBATCH)                                    \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2, 13000, MBATCH2)                                     \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2_ptsz, 13000, MBATCH2)                                \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync, 12080, M3BATCH)                                    \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_ptsz, 12080, M3BATCH)                               \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, 13000, M3BATCH2)                                \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2_ptsz, 13000, M3BATCH2)                           \
+  X(cuMemcpy3DPeer, cuMemcpy3DPeer, 4000, COPY)                                                    \
+  X(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, 7000, COPY)                                               \
+  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, 4000, COPYA)                                         \
+  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz, 7000, COPYA)                                    \
+  X(cuMemcpyHtoA, cuMemcpyHtoA_v2, 3020, HA) X(cuMemcpyHtoA, cuMemcpyHtoA_v2_ptds, 7000, HA)       \
+  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2, 3020, HAA)                                            \
+  X(cuMemcpyHtoAAsync, cuMemcpyHtoAAsync_v2_ptsz, 7000, HAA)                                       \
+  X(cuMemcpyAtoH, cuMemcpyAtoH_v2, 3020, AH) X(cuMemcpyAtoH, cuMemcpyAtoH_v2_ptds, 7000, AH)       \
+  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2, 3020, AHA)                                            \
+  X(cuMemcpyAtoHAsync, cuMemcpyAtoHAsync_v2_ptsz, 7000, AHA)                                       \
+  X(cuMemcpyAtoD, cuMemcpyAtoD_v2, 3020, AD) X(cuMemcpyAtoD, cuMemcpyAtoD_v2_ptds, 7000, AD)       \
+  X(cuMemcpyDtoA, cuMemcpyDtoA_v2, 3020, DA) X(cuMemcpyDtoA, cuMemcpyDtoA_v2_ptds, 7000, DA)       \
+  X(cuMemcpyAtoA, cuMemcpyAtoA_v2, 3020, AA) X(cuMemcpyAtoA, cuMemcpyAtoA_v2_ptds, 7000, AA)       \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2, 3020, SET2D8)                                                   \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2_ptds, 7000, SET2D8)                                              \
+  X(cuMemsetD2D16, cuMemsetD2D16_v2, 3020, SET2D16)                                                \
+  X(cuMemsetD2D16, cuMemsetD2D16_v2_ptds, 7000, SET2D16)                                           \
+  X(cuMemsetD2D32, cuMemsetD2D32_v2, 3020, SET2D32)                                                \
+  X(cuMemsetD2D32, cuMemsetD2D32_v2_ptds, 7000, SET2D32)                                           \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async, 3020, SET2D8A)                                           \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async_ptsz, 7000, SET2D8A)                                      \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async, 3020, SET2D16A)                                        \
+  X(cuMemsetD2D16Async, cuMemsetD2D16Async_ptsz, 7000, SET2D16A)                                   \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async, 3020, SET2D32A)                                        \
+  X(cuMemsetD2D32Async, cuMemsetD2D32Async_ptsz, 7000, SET2D32A)                                   \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync, 8000, PREFETCH)                                        \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_ptsz, 8000, PREFETCH)                                   \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, 12020, PREFETCH2)                                   \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2_ptsz, 12020, PREFETCH2)                              \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync, 10000, SEMA)                 \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync_ptsz, 10000, SEMA)            \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync, 10000, SEMA)                     \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync_ptsz, 10000, SEMA)
 
 /* written out below (cuGetProcAddress in driver.c) */
-#define OWN(X)                                                                                   \
-  X(cuInit, cuInit) X(cuGetProcAddress, cuGetProcAddress)                                        \
-  X(cuGetProcAddress, cuGetProcAddress_v2) X(cuMemGetInfo, cuMemGetInfo)                         \
-  X(cuMemGetInfo, cuMemGetInfo_v2) X(cuDeviceTotalMem, cuDeviceTotalMem)                         \
-  X(cuDeviceTotalMem, cuDeviceTotalMem_v2) X(cuMemAlloc, cuMemAlloc)                             \
-  X(cuMemAlloc, cuMemAlloc_v2)                                                                   \
-  X(cuMemAllocPitch, cuMemAllocPitch) X(cuMemAllocPitch, cuMemAllocPitch_v2)                     \
-  X(cuMemAllocManaged, cuMemAllocManaged) X(cuMemAllocAsync, cuMemAllocAsync)                    \
-  X(cuMemAllocAsync, cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync)   \
-  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz) X(cuMemCreate, cuMemCreate)           \
-  X(cuArrayCreate, cuArrayCreate) X(cuArrayCreate, cuArrayCreate_v2)                             \
-  X(cuArray3DCreate, cuArray3DCreate) X(cuArray3DCreate, cuArray3DCreate_v2)                     \
-  X(cuMipmappedArrayCreate, cuMipmappedArrayCreate) X(cuMemFree, cuMemFree)                      \
-  X(cuMemFree, cuMemFree_v2) X(cuMemFreeAsync, cuMemFreeAsync)                                   \
-  X(cuMemFreeAsync, cuMemFreeAsync_ptsz) X(cuMemRelease, cuMemRelease)                           \
-  X(cuArrayDestroy, cuArrayDestroy) X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy)          \
-  MEMORY_OWN(X)
+#define OWN(X)                                                                                     \
+  X(cuInit, cuInit, 2000) X(cuGetProcAddress, cuGetProcAddress, 11030)                             \
+  X(cuGetProcAddress, cuGetProcAddress_v2, 12000) X(cuMemGetInfo, cuMemGetInfo, 2000)              \
+  X(cuMemGetInfo, cuMemGetInfo_v2, 3020) X(cuDeviceTotalMem, cuDeviceTotalMem, 2000)               \
+  X(cuDeviceTotalMem, cuDeviceTotalMem_v2, 3020) X(cuMemAlloc, cuMemAlloc, 2000)                   \
+  X(cuMemAlloc, cuMemAlloc_v2, 3020) X(cuMemAllocPitch, cuMemAllocPitch, 2000)                     \
+  X(cuMemAllocPitch, cuMemAllocPitch_v2, 3020) X(cuMemAllocManaged, cuMemAllocManaged, 6000)       \
+  X(cuMemAllocAsync, cuMemAllocAsync, 11020) X(cuMemAllocAsync, cuMemAllocAsync_ptsz, 11020)       \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020)                                       \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_ptsz, 11020)                                  \
+  X(cuMemCreate, cuMemCreate, 10020) X(cuArrayCreate, cuArrayCreate, 2000)                         \
+  X(cuArrayCreate, cuArrayCreate_v2, 3020) X(cuArray3DCreate, cuArray3DCreate, 2000)               \
+  X(cuArray3DCreate, cuArray3DCreate_v2, 3020)                                                     \
+  X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000) X(cuMemFree, cuMemFree, 2000)            \
+  X(cuMemFree, cuMemFree_v2, 3020) X(cuMemFreeAsync, cuMemFreeAsync, 11020)                        \
+  X(cuMemFreeAsync, cuMemFreeAsync_ptsz, 11020) X(cuMemRelease, cuMemRelease, 10020)               \
+  X(cuArrayDestroy, cuArrayDestroy, 2000)                                                          \
+  X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000) MEMORY_OWN(X)
 
 /* pools and contexts (what the pod's count must see besides allocations) */
-#define MEMORY_OWN(X)                                                                            \
-  X(cuMemPoolTrimTo, cuMemPoolTrimTo) X(cuMemPoolSetAttribute, cuMemPoolSetAttribute)            \
-  X(cuMemPoolDestroy, cuMemPoolDestroy) X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain)    \
-  X(cuCtxCreate, cuCtxCreate) X(cuCtxCreate, cuCtxCreate_v2) X(cuCtxCreate, cuCtxCreate_v3)      \
-  X(cuCtxCreate, cuCtxCreate_v4) X(cuCtxDestroy, cuCtxDestroy) X(cuCtxDestroy, cuCtxDestroy_v2)  \
-  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease)                                        \
-  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                     \
-  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset)                                            \
-  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2) X(cuModuleLoad, cuModuleLoad)           \
-  X(cuModuleLoadData, cuModuleLoadData) X(cuModuleLoadDataEx, cuModuleLoadDataEx)                \
-  X(cuModuleLoadFatBinary, cuModuleLoadFatBinary) X(cuModuleUnload, cuModuleUnload)              \
-  X(cuLibraryLoadData, cuLibraryLoadData) X(cuLibraryLoadFromFile, cuLibraryLoadFromFile)        \
-  X(cuLibraryUnload, cuLibraryUnload)
+#define MEMORY_OWN(X)                                                                              \
+  X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020)                                                       \
+  X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, 11020)                                           \
+  X(cuMemPoolDestroy, cuMemPoolDestroy, 11020)                                                     \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000) X(cuCtxCreate, cuCtxCreate, 2000)    \
+  X(cuCtxCreate, cuCtxCreate_v2, 3020) X(cuCtxCreate, cuCtxCreate_v3, 11040)                       \
+  X(cuCtxCreate, cuCtxCreate_v4, 12050) X(cuCtxDestroy, cuCtxDestroy, 2000)                        \
+  X(cuCtxDestroy, cuCtxDestroy_v2, 4000)                                                           \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000)                                    \
+  X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, 11000)                                \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000)                                        \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, 11000)                                    \
+  X(cuModuleLoad, cuModuleLoad, 2000) X(cuModuleLoadData, cuModuleLoadData, 2000)                  \
+  X(cuModuleLoadDataEx, cuModuleLoadDataEx, 2010)                                                  \
+  X(cuModuleLoadFatBinary, cuModuleLoadFatBinary, 2000) X(cuModuleUnload, cuModuleUnload, 2000)    \
+  X(cuLibraryLoadData, cuLibraryLoadData, 12000)                                                   \
+  X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, 12000)                                           \
+  X(cuLibraryUnload, cuLibraryUnload, 12000)
 
-#define INDEX_WORK(base, name, shape) FN_##name,
-#define INDEX_OWN(base, name) FN_##name,
+#define INDEX_WORK(base, name, version, shape) FN_##name,
+#define INDEX_OWN(base, name, version) FN_##name,
 enum { WORK(INDEX_WORK) OWN(INDEX_OWN) FN_COUNT };
 
 /* The real variant: a load once resolved (the hot path), driver.c's look-up the first time. */
@@ -356,7 +373,7 @@ static inline void *real_of(int i) {
 #define REAL(name, args) \
   (real_of(FN_##name) ? ((__typeof__(&name))real_of(FN_##name))args : GS_CUDA_ERROR_NOT_FOUND)
 
-#define DEFINE_WORK(base, name, shape)                          \
+#define DEFINE_WORK(base, name, version, shape)                        \
   GS_EXPORT CUresult name P_##shape {                           \
     int rc = gs_gate();                                         \
     if (rc) return rc;                                          \
@@ -370,7 +387,7 @@ OTHER_WORK(DEFINE_WORK)
 static _Atomic int pools_may_hold;
 static void refresh_pools(void);
 
-#define DEFINE_SYNC(base, name, shape)                          \
+#define DEFINE_SYNC(base, name, version, shape)                        \
   GS_EXPORT CUresult name P_##shape {                           \
     int rc = gs_gate();                                         \
     if (rc) return rc;                                          \
@@ -381,7 +398,7 @@ static void refresh_pools(void);
   }
 SYNCS(DEFINE_SYNC)
 
-#define DEFINE_LAUNCH(base, name, shape)                        \
+#define DEFINE_LAUNCH(base, name, version, shape)                      \
   GS_EXPORT CUresult name P_##shape {                           \
     int rc = gs_launch_gate();                                  \
     if (rc) return rc;                                          \
@@ -939,8 +956,8 @@ PRIMARY_RELEASE(cuDevicePrimaryCtxReset_v2, 1)
 CUresult cuGetProcAddress(const char *, void **, int, uint64_t);
 CUresult cuGetProcAddress_v2(const char *, void **, int, uint64_t, int *);
 
-#define ROW_WORK(base, name, shape) {#base, #name, (void *)name, NULL},
-#define ROW_OWN(base, name) {#base, #name, (void *)name, NULL},
+#define ROW_WORK(base, name, version, shape) ROW_OWN(base, name, version)
+#define ROW_OWN(base, name, version) {#base, #name, version, (void *)name, NULL, NULL},
 struct gs_cuda_fn gs_cuda_fns[] = {WORK(ROW_WORK) OWN(ROW_OWN)};
 const size_t gs_cuda_fns_count = FN_COUNT;
 _Static_assert(sizeof gs_cuda_fns / sizeof gs_cuda_fns[0] == FN_COUNT, "one row per wrapper");

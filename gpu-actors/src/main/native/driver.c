@@ -9,9 +9,10 @@
  *   cuGetProcAddress(name, version, flags) (how the runtime finds every other function): the real
  *   driver picks the variant (cuMemAlloc@3020 is cuMemAlloc_v2, the per-thread flag picks _ptsz)
  *   and may hand back an internal entry point, not the exported symbol's address. This library
- *   finds the variant by the same rule (name, version, flags: variant_of()), keeps the pointer the
- *   driver gave as that variant's real function, and hands back its wrapper. A name it does not
- *   wrap passes through as the driver gave it (said once under GPUSHARE_DEBUG=1).
+ *   hands back a wrapper only for a pointer it has proved to be that wrapper's variant (wrapped()
+ *   says how), keeps that pointer as the variant's real function, and lets everything else
+ *   through as the driver gave it (said once under GPUSHARE_DEBUG=1): a caller never gets a
+ *   wrapper of another signature, and a wrapper never calls itself.
  *
  * The real driver and NVML are opened here with libc's dlopen and looked up with libc's dlsym on
  * their handles, which never finds this library's wrappers.
@@ -98,8 +99,25 @@ GS_EARLY static int is_lib(void *handle, struct lib *l) {
 
 /* ------------------------------------------------------------------ the table's look-ups */
 
+/* Whether a pointer lies in this library: one of its own functions. The driver never gives one
+ * of them for a variant it implements, but a driver or a shim in front of it that takes its own
+ * exported names' addresses through the global scope (a shared object without -Bsymbolic or
+ * protected visibility) gets this library's wrappers, which LD_PRELOAD puts first there. */
+static int own(const void *p) {
+  static _Atomic(void *) base;
+  void *b = atomic_load_explicit(&base, memory_order_acquire);
+  Dl_info info;
+  if (!b) {
+    if (!dladdr((void *)own, &info) || !info.dli_fbase) return 0;
+    b = info.dli_fbase;
+    atomic_store_explicit(&base, b, memory_order_release);
+  }
+  return p && dladdr(p, &info) && info.dli_fbase == b;
+}
+
 void *gs_cuda_resolve(struct gs_cuda_fn *fn) {
   void *p = gs_real_cuda(fn->name);
+  if (p && own(p)) p = NULL; /* never this library's own function: it would call itself */
   if (p) atomic_store_explicit(&fn->real, p, memory_order_release);
   return p;
 }
@@ -119,38 +137,25 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-/* The CUDA version an exported variant came with, and whether it is a per-thread default stream
- * one (cuda.h and cudaTypedefs.h's PFN_<name>_v<version>): the unsuffixed name is the first; _v2
- * of the memory, copy, set and array API came with 3020 (cuda.h maps the name to it from
- * __CUDA_API_VERSION 3020 on); _ptds and _ptsz with 7000 (or with the function, when younger:
- * the rule takes the newest variant not newer than the version asked for, so a younger function
- * asked for at its own version gets its per-thread variant); the later _v2s are listed. */
-static int variant_version(const char *base, const char *name, int *per_thread) {
-  *per_thread = ends_with(name, "_ptds") || ends_with(name, "_ptsz");
-  if (strcmp(base, name) == 0) return 0;
-  if (*per_thread) return 7000;
-  if (strcmp(name, "cuCtxSynchronize_v2") == 0) return 13000;
-  if (strcmp(name, "cuGetProcAddress_v2") == 0) return 12000;
-  if (ends_with(name, "_v2")) return 3020;
-  return 0x7fffffff; /* unknown: never picked by the rule */
+static int per_thread(const struct gs_cuda_fn *fn) {
+  return ends_with(fn->name, "_ptds") || ends_with(fn->name, "_ptsz");
 }
 
-/* The row of the variant the driver picks for (symbol, version, flags): the newest not newer than
- * version, among the per-thread ones when the flag asks for them and there are some. A symbol
- * given by its exported name is that row. NULL when this library wraps no such name. */
+/* The row of the variant the driver's rule picks for (symbol, version, flags): the newest not newer
+ * than version, among the per-thread ones when the flag asks for them and there are some. A symbol
+ * given by its exported name is that row. NULL when this library wraps no variant of that name
+ * old enough. The rule alone proves nothing: the driver may know a newer variant than this table
+ * (wrapped() asks the driver before it believes the rule). */
 static struct gs_cuda_fn *variant_of(const char *symbol, int version, uint64_t flags) {
-  struct gs_cuda_fn *legacy = NULL, *per_thread = NULL;
-  int legacy_v = -1, per_thread_v = -1;
+  struct gs_cuda_fn *legacy = NULL, *threaded = NULL;
   for (size_t i = 0; i < gs_cuda_fns_count; i++) {
     struct gs_cuda_fn *fn = &gs_cuda_fns[i];
     if (strcmp(fn->name, symbol) == 0 && strcmp(fn->base, symbol) != 0) return fn;
-    if (strcmp(fn->base, symbol) != 0) continue;
-    int pt, v = variant_version(fn->base, fn->name, &pt);
-    if (v > version) continue;
-    if (pt && v > per_thread_v) per_thread = fn, per_thread_v = v;
-    if (!pt && v > legacy_v) legacy = fn, legacy_v = v;
+    if (strcmp(fn->base, symbol) != 0 || fn->version > version) continue;
+    struct gs_cuda_fn **best = per_thread(fn) ? &threaded : &legacy;
+    if (!*best || (*best)->version < fn->version) *best = fn;
   }
-  return (flags & PER_THREAD_FLAG) && per_thread ? per_thread : legacy;
+  return (flags & PER_THREAD_FLAG) && threaded ? threaded : legacy;
 }
 
 /* (symbol, version, flags) already said under GPUSHARE_DEBUG: a set without a lock (hashes). */
@@ -170,28 +175,62 @@ static int first_time(const char *symbol, int version, uint64_t flags) {
   return 0; /* full: enough said */
 }
 
+/* The real cuGetProcAddress's answer for (symbol, version, flags), NULL when it gives none. */
+typedef void *(*ask_fn)(const char *symbol, int version, uint64_t flags);
+
+static void *unwatched(const char *symbol, void *real, int version, uint64_t flags,
+                       const char *why) {
+  if (gs_cfg.debug && first_time(symbol, version, flags)) {
+    gs_debug("cuGetProcAddress(%s, %d, %llu): not wrapped (%s), its calls go to the driver "
+             "unwatched", symbol, version, (unsigned long long)flags, why);
+  }
+  return real;
+}
+
 /* The wrapper standing for the variant the driver chose for `symbol`, or the driver's own pointer
- * when this library wraps no such variant. The driver's pointer becomes the row's real function
- * (an exported variant's address, or an internal entry point of the same variant): the wrapper
- * calls exactly what the driver chose. */
-static void *wrapped(const char *symbol, void *real, int version, uint64_t flags) {
-  struct gs_cuda_fn *fn = NULL;
-  /* the exported variant's own address says which it is, whatever the rule says */
-  for (size_t i = 0; i < gs_cuda_fns_count && !fn; i++) {
+ * when that variant is not one this library knows to be the wrapper's. A wrapper is handed back
+ * only for a pointer proved to be its variant's, so that a caller never calls a wrapper of another
+ * signature:
+ *   - the address of an exported variant (libc's dlsym on the driver's handle) is that variant;
+ *   - an internal entry point is the variant the rule names (variant_of) only if the driver gives
+ *     the same pointer when asked for that variant's own version: a variant newer than this table
+ *     (cuCtxCreate_v4 at 12050 for a table that stopped at _v2) then goes through unwrapped;
+ *   - this library's own wrapper (the driver's exported name resolved in the global scope) is
+ *     handed back as it is, calling the driver's exported variant, never itself.
+ * The pointer proved becomes the row's real function: the wrapper calls what the driver chose. */
+static void *wrapped(const char *symbol, void *real, int version, uint64_t flags, ask_fn ask) {
+  if (own(real)) {
+    for (size_t i = 0; i < gs_cuda_fns_count; i++) {
+      struct gs_cuda_fn *fn = &gs_cuda_fns[i];
+      if (fn->wrapper != real) continue;
+      if (gs_cfg.debug && first_time(symbol, version, flags)) {
+        gs_debug("cuGetProcAddress(%s, %d, %llu): the driver answered with this library's own %s "
+                 "(its exported name as the process's global scope finds it); the wrapper calls "
+                 "the driver's %s", symbol, version, (unsigned long long)flags, fn->name,
+                 fn->name);
+      }
+      if (!atomic_load_explicit(&fn->real, memory_order_acquire)) gs_cuda_resolve(fn);
+      return real;
+    }
+    return real; /* cuGetProcAddress itself, or NVML's: they call the real library themselves */
+  }
+  for (size_t i = 0; i < gs_cuda_fns_count; i++) {
     struct gs_cuda_fn *f = &gs_cuda_fns[i];
     if (strcmp(f->base, symbol) != 0 && strcmp(f->name, symbol) != 0) continue;
     void *p = atomic_load_explicit(&f->real, memory_order_acquire);
     if (!p) p = gs_cuda_resolve(f);
-    if (p == real) fn = f;
-  }
-  if (!fn) fn = variant_of(symbol, version, flags);
-  if (!fn) {
-    if (gs_cfg.debug && first_time(symbol, version, flags)) {
-      gs_debug("cuGetProcAddress(%s, %d, %llu): not wrapped, its calls go to the driver unwatched",
-               symbol, version, (unsigned long long)flags);
+    if (p == real || atomic_load_explicit(&f->internal, memory_order_acquire) == real) {
+      atomic_store_explicit(&f->real, real, memory_order_release);
+      return f->wrapper;
     }
-    return real;
   }
+  struct gs_cuda_fn *fn = variant_of(symbol, version, flags);
+  if (!fn) return unwatched(symbol, real, version, flags, "no variant this library wraps");
+  if (ask(symbol, fn->version, flags) != real) {
+    return unwatched(symbol, real, version, flags, "the driver's entry point is a variant this "
+                     "library does not know");
+  }
+  atomic_store_explicit(&fn->internal, real, memory_order_release);
   atomic_store_explicit(&fn->real, real, memory_order_release);
   return fn->wrapper;
 }
@@ -203,8 +242,24 @@ static _Atomic(void *) real_proc_address, real_proc_address_v2;
 
 static void *cached(_Atomic(void *) *slot, const char *name) {
   void *p = atomic_load_explicit(slot, memory_order_acquire);
-  if (!p && (p = gs_real_cuda(name)) != NULL) atomic_store_explicit(slot, p, memory_order_release);
-  return p;
+  if (!p && (p = gs_real_cuda(name)) != NULL && !own(p)) {
+    atomic_store_explicit(slot, p, memory_order_release);
+  }
+  return p && !own(p) ? p : NULL;
+}
+
+static void *ask_v1(const char *symbol, int version, uint64_t flags) {
+  proc_address_fn real = (proc_address_fn)cached(&real_proc_address, "cuGetProcAddress");
+  void *p = NULL;
+  return real && real(symbol, &p, version, flags) == GS_CUDA_SUCCESS ? p : NULL;
+}
+
+static void *ask_v2(const char *symbol, int version, uint64_t flags) {
+  proc_address_v2_fn real =
+      (proc_address_v2_fn)cached(&real_proc_address_v2, "cuGetProcAddress_v2");
+  void *p = NULL;
+  int status = 0;
+  return real && real(symbol, &p, version, flags, &status) == GS_CUDA_SUCCESS ? p : NULL;
 }
 
 /* CUDA 11.3's: `flags` picks the per-thread default stream's variants (_ptds, _ptsz). */
@@ -214,7 +269,7 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
   if (!real) return GS_CUDA_ERROR_NOT_FOUND;
   CUresult rc = real(symbol, pfn, cudaVersion, flags);
   if (rc == GS_CUDA_SUCCESS && symbol && pfn && *pfn) {
-    *pfn = wrapped(symbol, *pfn, cudaVersion, flags);
+    *pfn = wrapped(symbol, *pfn, cudaVersion, flags, ask_v1);
   }
   return rc;
 }
@@ -227,7 +282,7 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
   if (!real) return GS_CUDA_ERROR_NOT_FOUND;
   CUresult rc = real(symbol, pfn, cudaVersion, flags, symbolStatus);
   if (rc == GS_CUDA_SUCCESS && symbol && pfn && *pfn) {
-    *pfn = wrapped(symbol, *pfn, cudaVersion, flags);
+    *pfn = wrapped(symbol, *pfn, cudaVersion, flags, ask_v2);
   }
   return rc;
 }

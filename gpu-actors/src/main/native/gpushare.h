@@ -38,6 +38,7 @@
 #define GS_CUDA_ERROR_NOT_INITIALIZED 3
 #define GS_CUDA_ERROR_NO_DEVICE 100
 #define GS_CUDA_ERROR_NOT_FOUND 500
+#define GS_CUDA_ERROR_NOT_PERMITTED 800
 
 /* nvmlReturn_t values (nvml.h) */
 #define GS_NVML_SUCCESS 0
@@ -291,14 +292,18 @@ void *gs_nvml_wrapper(const char *name);
 
 /* The driver's table: one row per exported variant this library wraps (the rows and wrappers are
  * in cuda_wrappers.c, the look-ups in driver.c). base is the name the runtime gives
- * cuGetProcAddress, name the exported variant the driver picks for a version and flags
- * (cuMemAlloc -> cuMemAlloc_v2, cuLaunchKernel -> cuLaunchKernel_ptsz): this library hands back
- * the wrapper whose real variant is the pointer the driver chose, so the choice stays the driver's. */
+ * cuGetProcAddress, name the exported variant, version the CUDA version it came with
+ * (cudaTypedefs.h's PFN_<base>_v<version>): the driver picks, for (base, version asked, flags), the
+ * newest variant not newer than the version asked (cuMemAlloc@3020 is cuMemAlloc_v2, the
+ * per-thread flag picks _ptsz). This library hands back a variant's wrapper only when the pointer
+ * the driver chose is that variant's (driver.c says how it knows); anything else passes through. */
 struct gs_cuda_fn {
   const char *base;
   const char *name;
+  int version;
   void *wrapper;
-  _Atomic(void *) real; /* the real variant, resolved on first use */
+  _Atomic(void *) real;     /* the real variant, resolved on first use */
+  _Atomic(void *) internal; /* an internal entry point the driver gave for it, once proved */
 };
 extern struct gs_cuda_fn gs_cuda_fns[];
 extern const size_t gs_cuda_fns_count;

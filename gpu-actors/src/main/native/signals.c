@@ -4,8 +4,10 @@
  *
  * Preempted or revoked under `signal` (the pod left Running and its GPU state is not held): SIGUSR1
  * now ("your GPU share was preempted or revoked: checkpoint and exit"), SIGTERM GPUSHARE_GRACE
- * later, SIGKILL as long again, with gpushare run's lines. Meanwhile the process's CUDA calls wait
- * (state.c): they never run on a GPU the pod no longer holds.
+ * later, SIGKILL as long again, with gpushare run's lines. That is the grace, as Kubernetes means
+ * it: the process may save its work, and its CUDA calls go on meanwhile within the pod's limits
+ * (state.c), so that a handler runs (a Python main thread returns to its interpreter) and copies
+ * its state off the GPU, whose memory is the process's own until it exits or releases.
  *
  * Release: at exit, and before a signal ends the process (SIGTERM, SIGINT and SIGHUP left at their
  * default, and the contract's own signals), the process leaves the pod's registry; the last GPU

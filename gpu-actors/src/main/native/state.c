@@ -76,6 +76,9 @@ static int user;
 static int cuinit_ok;
 /* Watch opens answered 404 and confirmed by a fresh GET, in a row. */
 static int gone_seen;
+/* P_STOPPING (the signal contract's grace): 1 while this process's GPU state is its own on the GPU,
+ * so its calls go on; 0 when that state was checkpointed and given up (the calls fail). */
+static int grace_open;
 
 static long now_ms(void) {
   struct timespec t;
@@ -280,6 +283,7 @@ static void follow(const struct view *v, int from_watch) {
   }
   if (phase == P_HELD && !v->ckpt[0]) {
     phase = P_STOPPING;
+    grace_open = 0; /* its GPU state is in no GPU: a call cannot run, it fails (it never waits) */
     char why[120];
     snprintf(why, sizeof why, "is %s and its GPU state is no longer held (the pod's Events say why)",
              v->state);
@@ -301,7 +305,13 @@ static void follow(const struct view *v, int from_watch) {
     }
     return; /* still Running while the member checkpoints: the calls wait, nothing more */
   }
+  /* The grace, as Kubernetes means it: the process may save its work. Its memory on the GPU is
+   * its own until it exits or releases, so its calls go on within the pod's limits until then (a
+   * call that waited would hold a Python main thread out of the interpreter, where its SIGUSR1 or
+   * SIGTERM handler runs, and the handler's own copy off the GPU would wait too). */
   phase = P_STOPPING;
+  grace_open = 1;
+  atomic_store(&gs_gate_word, gs_limit_word());
   char why[200];
   if (strcmp(v->state, "Running") == 0 && v->has_gpu) {
     snprintf(why, sizeof why, "was granted a GPU again (%s): its share changed", v->uuid);
@@ -446,6 +456,7 @@ static int cpu_only(void) {
 static int acquire(void) {
   for (;;) {
     if (phase == P_INERT) return 0;
+    if (phase == P_STOPPING) return grace_open ? 0 : GS_CUDA_ERROR_NOT_PERMITTED;
     if (gs_cfg.error[0]) {
       if (!config_said++) {
         gs_say("%s; CUDA calls fail with CUDA_ERROR_NO_DEVICE until it is set right",
@@ -678,6 +689,7 @@ static void after_fork_child(void) {
   bound_uuid[0] = '\0';
   cuinit_ok = 0;
   gone_seen = 0;
+  grace_open = 0;
   if (phase != P_INERT) phase = P_NEW;
   atomic_store(&gs_gate_word, 1);
   atomic_store(&grant_known, 0);

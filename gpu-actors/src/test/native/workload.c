@@ -27,8 +27,15 @@
  *   launch  memcpy (host to the latest allocation)  sync (cuCtxSynchronize)  streamsync
  *   sleep:MS  loop:MS:N (N launches MS apart)  exit:N  hold (sleeps until killed, silently)
  *   stdin (waits for a line on its standard input)  ignore:USR1|TERM|INT (SIG_IGN)
+ *   train:MS (launches a kernel every MS until SIGUSR1 or SIGTERM comes, whose handler only sets a
+ *   flag, as a Python framework's does; then, on the main thread, saves as such a handler does:
+ *   the latest allocation copied to the host and a synchronisation, printed "save -> <CUresult>",
+ *   and exits 0 with what the copy got)
  *   fork: the child runs the steps after it; the parent waits and exits with the child's status
  *   env:NAME (prints the variable's value as the program sees it, or "(unset)")
+ *   ctxcreate:V (cuCtxCreate as CUDA V's runtime asks cuGetProcAddress_v2 for it, called with the
+ *   signature of the variant V has: 12050 on a params struct, whose address it prints; 11040 an
+ *   affinity list; else flags and device)
  *   entrypoints (the driver's answers to cuGetProcAddress_v2 for a few names, and the object each
  *   lies in: gpu-check/pod-side/entry_points.h)
  *   exec: the process executes itself anew (same options) with the steps after it
@@ -87,6 +94,7 @@ CUresult cuModuleUnload(void *);
 CUresult cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                         unsigned, CUstream, void **, void **);
 CUresult cuMemcpyHtoD_v2(CUdeviceptr, const void *, size_t);
+CUresult cuMemcpyDtoH_v2(void *, CUdeviceptr, size_t);
 CUresult cuCtxSynchronize(void);
 CUresult cuStreamSynchronize(CUstream);
 
@@ -119,6 +127,7 @@ CUresult cuStreamSynchronize(CUstream);
   X(module_unload, "cuModuleUnload", "cuModuleUnload", cuModuleUnload)          \
   X(launch, "cuLaunchKernel", "cuLaunchKernel", cuLaunchKernel)                 \
   X(memcpy_htod, "cuMemcpyHtoD_v2", "cuMemcpyHtoD", cuMemcpyHtoD_v2)            \
+  X(memcpy_dtoh, "cuMemcpyDtoH_v2", "cuMemcpyDtoH", cuMemcpyDtoH_v2)            \
   X(sync, "cuCtxSynchronize", "cuCtxSynchronize", cuCtxSynchronize)             \
   X(stream_sync, "cuStreamSynchronize", "cuStreamSynchronize", cuStreamSynchronize)
 
@@ -199,6 +208,55 @@ static void *churn(void *arg) {
     if (!c->rc) c->rc = CALL(free, p);
   }
   return NULL;
+}
+
+static void sleep_ms(long ms);
+static volatile sig_atomic_t asked_to_stop;
+static void on_stop(int sig) { asked_to_stop = sig; }
+
+/* train:MS */
+static int train(long ms, char *extra, size_t n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigaction(SIGUSR1, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  CUresult rc = 0;
+  while (!asked_to_stop && !rc) {
+    rc = CALL(launch, NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    if (!asked_to_stop) sleep_ms(ms);
+  }
+  if (rc) return (int)rc;
+  char state[64] = {0};
+  rc = CALL(memcpy_dtoh, state, nheld ? held[nheld - 1].key : 0, sizeof state);
+  if (!rc) rc = sync_v2 ? sync_v2(NULL) : CALL(sync);
+  printf("save -> %d after SIG%s\n", rc, asked_to_stop == SIGUSR1 ? "USR1" : "TERM");
+  snprintf(extra, n, " saved");
+  return (int)rc;
+}
+
+/* cuda.h 12.5's CUctxCreateParams */
+typedef struct { void *execAffinityParams; int numExecAffinityParams; void *cigParams; } ctx_params;
+
+static CUresult ctx_create(int version, char *extra, size_t n) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW);
+  proc_address_v2_t get = h ? (proc_address_v2_t)dlsym(h, "cuGetProcAddress_v2") : NULL;
+  void *p = NULL;
+  int status = 0;
+  if (!get) return 500;
+  CUresult rc = get("cuCtxCreate", &p, version, 0, &status);
+  if (rc || !p) return rc ? rc : 500;
+  CUcontext c = NULL;
+  if (version >= 12050) {
+    ctx_params params = {NULL, 0, NULL}; /* on the stack: an address above 4 GiB */
+    rc = ((CUresult(*)(CUcontext *, ctx_params *, unsigned, CUdevice))p)(&c, &params, 0, 0);
+    snprintf(extra, n, " params=%p", (void *)&params);
+  } else if (version >= 11040) {
+    rc = ((CUresult(*)(CUcontext *, void *, int, unsigned, CUdevice))p)(&c, NULL, 0, 0, 0);
+  } else {
+    rc = ((CUresult(*)(CUcontext *, unsigned, CUdevice))p)(&c, 0, 0);
+  }
+  return rc;
 }
 
 static void sleep_ms(long ms) {
@@ -308,6 +366,15 @@ static int step(const char *s, int *exit_now) {
     rc = sync_v2 ? sync_v2(NULL) : CALL(sync);
   } else if (strcmp(s, "streamsync") == 0) {
     rc = CALL(stream_sync, NULL);
+  } else if (sscanf(s, "train:%llu", &a) == 1) {
+    rc = train((long)a, extra, sizeof extra);
+    if (!rc) {
+      printf("%s -> %d%s\n", s, rc, extra);
+      *exit_now = 0;
+      return 0;
+    }
+  } else if (sscanf(s, "ctxcreate:%llu", &a) == 1) {
+    rc = ctx_create((int)a, extra, sizeof extra);
   } else if (strcmp(s, "entrypoints") == 0) {
     char list[2048];
     int internal = 0, answered = gc_entry_points(list, sizeof list, &internal);
