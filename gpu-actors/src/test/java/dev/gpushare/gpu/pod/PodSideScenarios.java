@@ -1100,11 +1100,20 @@ abstract class PodSideScenarios {
       assertTrue(p.stdout().contains("count 1"), p.transcript());
     }
     assertTrue(stub.requests("POST", "/compute").isEmpty(), stub.requests().toString());
-    try (java.util.stream.Stream<Path> files = Files.walk(a.stateDir())) {
-      assertEquals(
-          java.util.List.of(),
-          files.filter(f -> f.toString().endsWith(".limit")).toList(),
-          "no limiter, no limit file");
+    assertEquals(List.of(), limitFiles(a), "no limiter, no limit file");
+    // the same pod's CUDA process starts the limiter: the check above looks for the right file
+    try (PodProcess p = workload(a, "init", "ctx", "launch", "exit:0").start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+    assertEquals(1, limitFiles(a).size(), "a CUDA process's limiter keeps the pod's limit file");
+  }
+
+  /** The pod's limit files (limiter.c: "limit" in the pod's directory, or one being made). */
+  private static List<Path> limitFiles(StubPod pod) throws java.io.IOException {
+    try (java.util.stream.Stream<Path> files = Files.walk(pod.stateDir())) {
+      return files
+          .filter(f -> f.getFileName().toString().matches("limit|\\.limit\\.\\d+"))
+          .toList();
     }
   }
 
