@@ -171,14 +171,17 @@ void gs_limit_at_exit(void);
 /* In a forked child: no controller thread, no limit until its own grant. */
 void gs_limit_after_fork(void);
 /* The host PIDs of the pod's processes on its GPU, as the member's telemetry last saw them (data
- * plane GET …/processes, asked at most once a second; never on a CUDA call's path), and the pod's
- * SM percent of the whole GPU there (-1: not reported). How many PIDs (up to max stored), or -1
- * when the member cannot say (an older member, no answer): the caller falls back to the pod's
- * own PIDs, which are NVML's only where the pod shares the host's PID namespace. */
+ * plane GET …/processes, asked at most once a second by one thread at a time, with no lock held;
+ * never on a CUDA call's path), and the pod's SM percent of the whole GPU there (-1: not
+ * reported). How many PIDs (up to max stored), or -1 when the member cannot say (an older member,
+ * no answer yet): the caller falls back to the pod's own PIDs, which are NVML's only where the pod
+ * shares the host's PID namespace. gs_pod_host_pids asks when the answer is a second old (it
+ * blocks up to 500 ms: background threads only); _known gives what was last answered at once. */
 int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent);
+int gs_pod_host_pids_known(unsigned *pids, int max, int *sm_percent);
 /* The PIDs NVML names the pod's processes by: the member's list when it has one, else the pod's
- * registered processes' own PIDs; their count (up to max stored). */
-int gs_pod_nvml_pids(unsigned *pids, int max);
+ * registered processes' own PIDs; their count (up to max stored). ask: as gs_pod_host_pids. */
+int gs_pod_nvml_pids(unsigned *pids, int max, int ask);
 
 /* cuInit's entry: the first GPU use. Raises demand (share-pool) or finds the pinned GPU (static),
  * waits for the grant, then sets CUDA_VISIBLE_DEVICES to the granted GPU's UUID, all before the
@@ -204,9 +207,16 @@ struct gs_grant {
 };
 int gs_grant_known(void);
 const struct gs_grant *gs_grant_get(void);
-/* For NVML in a process that made no CUDA call: fetch the pod's view once, without demand.
- * Returns 1 when the pod holds a GPU (grant filled), 0 when not, -1 when the library is inert. */
-int gs_grant_lookup(void);
+/* The pod's view as NVML shows it, in one GET of the data plane that changes nothing of this
+ * process's state (no demand, no grant taken): 0 with *b, -1 with err when no view came (the data
+ * plane unreachable or silent, a refusal, a 404 while the member creates the pod). Blocking up to
+ * the request's timeout: never on a CUDA or NVML caller's path but the first look at nvmlInit. */
+struct gs_pod_brief {
+  char policy[16], state[16];
+  char uuid[96]; /* the GPU granted (Running) or pinned (static); "" for none */
+  int has_gpu, core, memory;
+};
+int gs_pod_brief_get(struct gs_pod_brief *b, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ signals.c */
 

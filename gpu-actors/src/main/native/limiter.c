@@ -198,12 +198,15 @@ static void sweep_pids(void) {
 
 /* ------------------------------------------------------------------ the pod's host PIDs */
 
-static pthread_mutex_t pids_mu = PTHREAD_MUTEX_INITIALIZER; /* never held by a CUDA call */
+/* The member's answer, kept: pids_mu guards it and is never held across a request (an NVML call
+ * reads it; only one thread asks at a time, pids_asking). */
+static pthread_mutex_t pids_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int pids_asking;
 static long pids_at_ms = -PIDS_EVERY_MS;
 static int pids_n = -1, pids_sm = -1;
 static unsigned pids_host[LIMIT_PIDS];
 
-/* Under pids_mu. An answer replaces what was known (a refusal, an older member's 404: -1); no
+/* No lock held. An answer replaces what was known (a refusal, an older member's 404: -1); no
  * answer in time keeps it, as the PIDs seldom change between two asks. The short timeout bounds
  * how long the controller's refill stands still on a member that does not answer (the member is on
  * the node: its answers take a millisecond or so). */
@@ -212,33 +215,32 @@ static void ask_member(void) {
   gs_pod_path(path, sizeof path, "/processes");
   struct gs_response r;
   int n = -1, sm = -1;
+  unsigned got_pids[LIMIT_PIDS];
   if (gs_http("GET", path, 500, &r, err, sizeof err) == 0) {
     long long got[LIMIT_PIDS], pct = -1;
     int k = r.status == 200 ? gs_json_longs(r.body, r.len, "hostPids", got, LIMIT_PIDS) : -1;
     if (k >= 0) {
       n = k < LIMIT_PIDS ? k : LIMIT_PIDS;
-      for (int i = 0; i < n; i++) pids_host[i] = (unsigned)got[i];
+      for (int i = 0; i < n; i++) got_pids[i] = (unsigned)got[i];
       if (gs_json_long(r.body, r.len, "smPercent", &pct) == 1 && pct >= 0 && pct <= 100)
         sm = (int)pct;
     } else {
-      gs_debug("compute limit: the member's processes of the pod: HTTP %d", r.status);
+      gs_debug("the member's processes of the pod: HTTP %d", r.status);
     }
     free(r.body);
   } else {
-    gs_debug("compute limit: the member's processes of the pod: %s", err);
+    gs_debug("the member's processes of the pod: %s", err);
     return;
   }
+  pthread_mutex_lock(&pids_mu);
   pids_n = n;
   pids_sm = sm;
+  for (int i = 0; i < n; i++) pids_host[i] = got_pids[i];
+  pthread_mutex_unlock(&pids_mu);
 }
 
-int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent) {
+int gs_pod_host_pids_known(unsigned *pids, int max, int *sm_percent) {
   pthread_mutex_lock(&pids_mu);
-  long t = now_ms();
-  if (t - pids_at_ms >= PIDS_EVERY_MS) {
-    pids_at_ms = t;
-    ask_member();
-  }
   int n = pids_n;
   for (int i = 0; i < n && i < max; i++) pids[i] = pids_host[i];
   if (sm_percent) *sm_percent = pids_sm;
@@ -246,8 +248,21 @@ int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent) {
   return n;
 }
 
-int gs_pod_nvml_pids(unsigned *pids, int max) {
-  int n = gs_pod_host_pids(pids, max, NULL);
+int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent) {
+  long t = now_ms();
+  pthread_mutex_lock(&pids_mu);
+  int stale = t - pids_at_ms >= PIDS_EVERY_MS;
+  if (stale) pids_at_ms = t;
+  pthread_mutex_unlock(&pids_mu);
+  if (stale && !atomic_exchange(&pids_asking, 1)) {
+    ask_member();
+    atomic_store(&pids_asking, 0);
+  }
+  return gs_pod_host_pids_known(pids, max, sm_percent);
+}
+
+int gs_pod_nvml_pids(unsigned *pids, int max, int ask) {
+  int n = ask ? gs_pod_host_pids(pids, max, NULL) : gs_pod_host_pids_known(pids, max, NULL);
   if (n > 0) return n < max ? n : max;
   n = 0;
   struct limit_file *f = lf;
@@ -318,7 +333,7 @@ static struct measured measure(struct meter *m) {
   if (r.rc == NVML_ERROR_NOT_FOUND) r.u = 0; /* no process sampled since: the pod ran nothing */
   if (r.rc == NVML_ERROR_UNINITIALIZED) m->ready = 0; /* shut down under us: again next period */
   if (r.rc != 0) return r;
-  int pods = gs_pod_nvml_pids(m->pids, LIMIT_PIDS);
+  int pods = gs_pod_nvml_pids(m->pids, LIMIT_PIDS, 1);
   double sum = 0;
   unsigned long long newest = m->last_seen;
   for (unsigned int i = 0; i < n; i++) {
@@ -601,4 +616,5 @@ void gs_limit_after_fork(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, fresh_pids = PTHREAD_MUTEX_INITIALIZER;
   limit_mu = fresh;
   pids_mu = fresh_pids;
+  atomic_store(&pids_asking, 0); /* the asker was a thread of the parent */
 }

@@ -8,10 +8,15 @@
  * by the host PIDs the member names, limiter.c) relative to the core limit, never the whole GPU's;
  * process lists and per-process samples show the pod's processes only.
  *
- * The view is decided when the process initialises NVML, and again when the grant comes (a
- * process that initialised NVML before its first CUDA call sees the granted GPU afterwards without
- * initialising again); a process that makes no CUDA call (nvidia-smi) looks the pod up again at
- * most every 2 s while it holds no grant. In an inert library every call passes straight through.
+ * The view never waits on the data plane but once, briefly: nvmlInit waits up to 2 s for the pod's
+ * view (a look-up on a thread of its own), and when none came (a member restarting, one that
+ * accepts and does not answer) shows the GPU a share-pool pod would get, the node's first, until the
+ * answer comes: a framework that decides "is there a GPU" from NVML never sees 0 for a pod that may
+ * get one. Afterwards the view follows the pod in the background, looked up again at most every
+ * 2 s when NVML is used, so an NVML-only process (nvidia-smi -l) sees grants come and go; a process
+ * whose CUDA call took a grant shows that GPU for good (its driver runs there). The pod's host PIDs
+ * (the member's, limiter.c) are refreshed the same way: an NVML call reads what was last answered.
+ * In an inert library every call passes straight through.
  *
  * Device handles are the real library's: NVML's handles are stable while it stays initialised,
  * so "is this the shown GPU" is a pointer comparison with the handle found when deciding.
@@ -19,6 +24,7 @@
 #include "gpushare.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +36,8 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_ERROR_LIBRARY_NOT_FOUND 12
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
 #define POD_PIDS 128
+#define INIT_WAIT_MS 2000  /* how long nvmlInit waits for the data plane's first answer */
+#define LOOK_EVERY_MS 2000 /* how often the view is looked up again, in the background */
 
 /* nvml.h's layouts */
 typedef struct {
@@ -153,18 +161,25 @@ typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned int *, void *);
 
 enum { VIEW_ALL = 0, VIEW_ONE = 1, VIEW_NONE = 2 };
 
-/* Written under view_lock when deciding, handle and limits before the mode (release), so that a
- * reader that loads the mode (acquire) sees the handle and limits that go with it. */
-static pthread_mutex_t view_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Written handle and limits before the mode (release), so that a reader that loads the mode
+ * (acquire) sees the handle and limits that go with it. */
 static _Atomic int view_mode = VIEW_ALL;
 static nvmlDevice_t _Atomic view_handle;
 static _Atomic int view_core_limit = 100;
 static _Atomic int view_memory_limit = 100;
-static _Atomic int view_granted;  /* the view is the grant's (not the GPU the pod would get) */
-static _Atomic int view_decided;  /* NVML was initialised and the view decided once */
-static _Atomic long view_looked_ms; /* when a process without a grant last looked the pod up */
+static _Atomic int view_granted;  /* the view is this process's CUDA grant's (its driver's GPU) */
+static _Atomic int view_decided;  /* NVML was initialised and a view shown */
+static _Atomic int view_answered; /* the view is the data plane's answer, not the provisional one */
+static _Atomic long view_looked_ms = -LOOK_EVERY_MS; /* when the last look-up began */
 /* The real nvmlInit may enter the real nvmlInit_v2 through our export: decide once, outermost. */
 static _Thread_local int init_depth;
+
+/* The look-ups run on a thread of their own, one at a time: no NVML caller waits for the data
+ * plane but nvmlInit, and that for INIT_WAIT_MS at most. */
+static pthread_mutex_t look_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t look_cv; /* CLOCK_MONOTONIC (view_at_fork) */
+static int looking;       /* a look-up thread runs */
+static unsigned looks_done; /* look-ups finished, answered or not */
 
 static int mode(void) { return atomic_load_explicit(&view_mode, memory_order_acquire); }
 
@@ -174,25 +189,174 @@ static long now_ms(void) {
   return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
-static void decide(void);
+static void set_view(int m, nvmlDevice_t handle, int core_limit, int memory_limit, int granted) {
+  atomic_store_explicit(&view_handle, handle, memory_order_relaxed);
+  atomic_store_explicit(&view_core_limit, core_limit, memory_order_relaxed);
+  atomic_store_explicit(&view_memory_limit, memory_limit, memory_order_relaxed);
+  atomic_store(&view_granted, granted);
+  atomic_store_explicit(&view_mode, m, memory_order_release);
+}
 
-/* A thread of the parent may hold view_lock at a fork (deciding: a request to the data plane):
- * the child's copy would stay locked for ever. */
+static int percent(long long v) { return v >= 1 && v < 100 ? (int) v : 100; }
+
+/* The node's first GPU as the real NVML counts them (the GPU a share-pool pod would get). */
+static nvmlDevice_t first_gpu(void) {
+  by_index_fn first = (by_index_fn) real(F_BY_INDEX_V2);
+  if (!first) first = (by_index_fn) real(F_BY_INDEX);
+  nvmlDevice_t h = NULL;
+  return first && first(0, &h) == GS_NVML_SUCCESS ? h : NULL;
+}
+
+static nvmlDevice_t by_uuid_real(const char *uuid, nvmlReturn_t *rc) {
+  by_key_fn by_uuid = (by_key_fn) real(F_BY_UUID);
+  nvmlDevice_t h = NULL;
+  *rc = by_uuid ? by_uuid(uuid, &h) : absent();
+  return *rc == GS_NVML_SUCCESS ? h : NULL;
+}
+
+/* This process's CUDA grant: its driver runs on that GPU, so NVML shows it for good. */
+static void show_grant(void) {
+  const struct gs_grant *g = gs_grant_get();
+  nvmlReturn_t rc;
+  nvmlDevice_t h = by_uuid_real(g->uuid, &rc);
+  if (h) {
+    set_view(VIEW_ONE, h, percent(g->core_limit), percent(g->memory_limit), 1);
+  } else {
+    gs_say("NVML does not know the GPU granted to this pod (%s, index %d; NVML error %d), so "
+           "NVML shows this process no GPU; the container must see the node's GPUs "
+           "(NVIDIA_VISIBLE_DEVICES)", g->uuid, g->index, rc);
+    set_view(VIEW_NONE, NULL, 100, 100, 1);
+  }
+}
+
+/* Until the data plane answers (a member restarting, one that does not answer): the GPU a
+ * share-pool pod would get, so that a framework that decides "is there a GPU" from NVML makes the
+ * CUDA call whose demand waits for the member. Never "no GPU" for a pod that may get one. */
+static void show_provisional(void) {
+  if (atomic_load(&view_answered) || atomic_load(&view_granted)) return;
+  nvmlDevice_t h = first_gpu();
+  set_view(h ? VIEW_ONE : VIEW_NONE, h, 100, 100, 0);
+}
+
+/* The data plane's answer (no CUDA grant in this process): a pod without a share sees every GPU;
+ * one Running sees its granted GPU, one pinned (static) its GPU, any other the node's first; with
+ * the pod's limits. It follows the pod: an NVML-only process (nvidia-smi) sees the grant come and
+ * go. */
+static void show_answer(const struct gs_pod_brief *b) {
+  if (atomic_load(&view_granted)) return;
+  if (strcmp(b->policy, "share-pool") != 0 && strcmp(b->policy, "static") != 0) {
+    set_view(VIEW_ALL, NULL, 100, 100, 0);
+  } else {
+    nvmlReturn_t rc = GS_NVML_SUCCESS;
+    nvmlDevice_t h = b->uuid[0] ? by_uuid_real(b->uuid, &rc) : first_gpu();
+    if (!h && b->uuid[0]) {
+      gs_debug("NVML view: NVML does not know GPU %s (NVML error %d)", b->uuid, rc);
+    }
+    set_view(h ? VIEW_ONE : VIEW_NONE, h, percent(b->core), percent(b->memory), 0);
+  }
+  atomic_store(&view_answered, 1);
+}
+
+static void *look(void *arg) {
+  (void) arg;
+  struct gs_pod_brief b;
+  char err[1000];
+  int answered = gs_pod_brief_get(&b, err, sizeof err) == 0;
+  /* the member's host PIDs of the pod, which the process lists and samples are filtered by */
+  unsigned none[1];
+  gs_pod_host_pids(none, 0, NULL);
+  if (answered && !gs_grant_known()) show_answer(&b);
+  if (!answered) gs_debug("NVML view: no answer from the data plane (%s): the view stays", err);
+  pthread_mutex_lock(&look_mu);
+  looking = 0;
+  looks_done++;
+  pthread_cond_broadcast(&look_cv);
+  pthread_mutex_unlock(&look_mu);
+  return NULL;
+}
+
+/* Starts a look-up unless one runs; waits for it up to wait_ms. */
+static void look_up(long wait_ms) {
+  pthread_mutex_lock(&look_mu);
+  unsigned before = looks_done;
+  if (!looking) {
+    atomic_store(&view_looked_ms, now_ms());
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the workload's signals are for its threads */
+    looking = pthread_create(&t, &a, look, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+  }
+  if (looking && wait_ms > 0) {
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (looks_done == before && pthread_cond_timedwait(&look_cv, &look_mu, &until) == 0) {
+    }
+  }
+  pthread_mutex_unlock(&look_mu);
+}
+
+/* At nvmlInit: the grant when this process holds one, else the data plane's answer if it comes
+ * within INIT_WAIT_MS, else the provisional view while the look-up goes on. */
+static void decide(void) {
+  if (gs_grant_known()) {
+    show_grant();
+  } else if (gs_cfg.error[0]) {
+    set_view(VIEW_NONE, NULL, 100, 100, 0); /* said by the CUDA side; no look-up */
+  } else {
+    look_up(INIT_WAIT_MS);
+    if (!atomic_load(&view_answered) && !gs_grant_known()) show_provisional();
+    if (gs_grant_known()) show_grant(); /* a CUDA call of this process took it meanwhile */
+  }
+  atomic_store_explicit(&view_decided, 1, memory_order_release);
+  int m = mode();
+  gs_debug("NVML view: %s", m == VIEW_ONE ? (atomic_load(&view_granted) ? "the granted GPU"
+                                             : atomic_load(&view_answered) ? "the pod's GPU"
+                                                                           : "the node's first GPU, until the data plane answers")
+                            : m == VIEW_NONE ? "no GPU" : "every GPU");
+}
+
+/* The view follows the pod without an NVML caller ever waiting: once this process's CUDA grant is
+ * known it is shown for good; until then the pod is looked up again in the background at most
+ * every LOOK_EVERY_MS (a grant may come or go while an NVML-only tool runs), and the pod's host
+ * PIDs are kept as fresh. */
+static void follow(void) {
+  if (!atomic_load_explicit(&view_decided, memory_order_acquire)) return;
+  if (gs_grant_known()) {
+    if (!atomic_load(&view_granted)) show_grant();
+    if (now_ms() - atomic_load(&view_looked_ms) >= LOOK_EVERY_MS) look_up(0);
+    return;
+  }
+  if (now_ms() - atomic_load(&view_looked_ms) >= LOOK_EVERY_MS) look_up(0);
+}
+
+/* A thread of the parent may have held look_mu at a fork; its look-up thread is not the child's. */
 static void view_after_fork(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
-  view_lock = fresh;
+  look_mu = fresh;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&look_cv, &ca);
+  pthread_condattr_destroy(&ca);
+  looking = 0;
 }
 
 __attribute__((constructor)) static void view_at_fork(void) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&look_cv, &ca);
+  pthread_condattr_destroy(&ca);
   pthread_atfork(NULL, NULL, view_after_fork);
-}
-
-/* The view follows the grant: decided again once this process's grant is known, and, in a process
- * that has none, at most every 2 s (it may come while an NVML-only tool runs). */
-static void follow(void) {
-  if (!atomic_load_explicit(&view_decided, memory_order_acquire)) return;
-  if (atomic_load(&view_granted)) return;
-  if (gs_grant_known() || now_ms() - atomic_load(&view_looked_ms) >= 2000) decide();
 }
 
 static int is_shown(nvmlDevice_t d) {
@@ -212,91 +376,6 @@ static unsigned int relative(unsigned int absolute) {
 static unsigned long long share_of(unsigned long long total) {
   unsigned long long pct = (unsigned long long) atomic_load(&view_memory_limit);
   return total / 100 * pct + total % 100 * pct / 100;
-}
-
-static void set_view(int m, nvmlDevice_t handle, int core_limit, int memory_limit, int granted) {
-  atomic_store_explicit(&view_handle, handle, memory_order_relaxed);
-  atomic_store_explicit(&view_core_limit, core_limit, memory_order_relaxed);
-  atomic_store_explicit(&view_memory_limit, memory_limit, memory_order_relaxed);
-  atomic_store(&view_granted, granted);
-  atomic_store_explicit(&view_mode, m, memory_order_release);
-}
-
-static int percent(long long v) { return v >= 1 && v < 100 ? (int) v : 100; }
-
-/* Before a grant: the pod's view from the data plane. Shows the GPU a static pod is pinned to, or
- * else the node's first GPU as the real NVML counts them, with the pod's limits; -1 for a pod
- * that shares no GPU (the library is as inert), 0 when shown (or none to show). */
-static int decide_before_grant(void) {
-  char path[600], err[200], policy[32] = "", uuid[96] = "";
-  long long core = 100, memory = 100;
-  if (gs_cfg.error[0]) { /* said by the CUDA side: no look-up with a setting that is wrong */
-    set_view(VIEW_NONE, NULL, 100, 100, 0);
-    return 0;
-  }
-  gs_pod_path(path, sizeof path, "");
-  struct gs_response r;
-  if (gs_http("GET", path, 10000, &r, err, sizeof err) != 0) {
-    gs_debug("NVML view: the pod's view: %s", err);
-    set_view(VIEW_NONE, NULL, 100, 100, 0);
-    return 0;
-  }
-  int ok = r.status == 200 && gs_json_string(r.body, r.len, "policy", policy, sizeof policy) == 1;
-  if (ok) {
-    gs_json_long(r.body, r.len, "limits.core", &core);
-    gs_json_long(r.body, r.len, "limits.memory", &memory);
-    gs_json_string(r.body, r.len, "gpu.uuid", uuid, sizeof uuid);
-  }
-  free(r.body);
-  if (!ok) {
-    set_view(VIEW_NONE, NULL, 100, 100, 0);
-    return 0;
-  }
-  if (strcmp(policy, "share-pool") != 0 && strcmp(policy, "static") != 0) return -1;
-  nvmlDevice_t h = NULL;
-  nvmlReturn_t rc;
-  if (uuid[0]) {
-    by_key_fn by_uuid = (by_key_fn) real(F_BY_UUID);
-    rc = by_uuid ? by_uuid(uuid, &h) : absent();
-  } else {
-    by_index_fn first = (by_index_fn) real(F_BY_INDEX_V2);
-    if (!first) first = (by_index_fn) real(F_BY_INDEX);
-    rc = first ? first(0, &h) : absent();
-  }
-  if (rc == GS_NVML_SUCCESS && h != NULL) set_view(VIEW_ONE, h, percent(core), percent(memory), 0);
-  else set_view(VIEW_NONE, NULL, 100, 100, 0);
-  return 0;
-}
-
-static void decide(void) {
-  pthread_mutex_lock(&view_lock);
-  atomic_store(&view_looked_ms, now_ms());
-  int holds = gs_grant_known() ? 1 : gs_grant_lookup();
-  if (holds < 0) {
-    set_view(VIEW_ALL, NULL, 100, 100, 0);
-  } else if (holds == 0) {
-    if (decide_before_grant() < 0) set_view(VIEW_ALL, NULL, 100, 100, 0);
-  } else {
-    const struct gs_grant *g = gs_grant_get();
-    by_key_fn by_uuid = (by_key_fn) real(F_BY_UUID);
-    nvmlDevice_t h = NULL;
-    nvmlReturn_t rc = by_uuid ? by_uuid(g->uuid, &h) : absent();
-    if (rc == GS_NVML_SUCCESS && h != NULL) {
-      set_view(VIEW_ONE, h, percent(g->core_limit), percent(g->memory_limit), 1);
-    } else {
-      gs_say("NVML does not know the GPU granted to this pod (%s, index %d; NVML error %d), so "
-             "NVML shows this process no GPU; the container must see the node's GPUs "
-             "(NVIDIA_VISIBLE_DEVICES)",
-             g->uuid, g->index, rc);
-      set_view(VIEW_NONE, NULL, 100, 100, 1);
-    }
-  }
-  atomic_store_explicit(&view_decided, 1, memory_order_release);
-  int m = mode();
-  gs_debug("NVML view: %s", m == VIEW_ONE ? (atomic_load(&view_granted) ? "the granted GPU"
-                                                                         : "the GPU it would get")
-                            : m == VIEW_NONE ? "no GPU" : "every GPU");
-  pthread_mutex_unlock(&view_lock);
 }
 
 static nvmlReturn_t init(int f, int with_flags, unsigned int flags) {
@@ -389,7 +468,7 @@ struct pod_pids {
   unsigned pid[POD_PIDS];
 };
 
-static void pod_pids(struct pod_pids *p) { p->n = gs_pod_nvml_pids(p->pid, POD_PIDS); }
+static void pod_pids(struct pod_pids *p) { p->n = gs_pod_nvml_pids(p->pid, POD_PIDS, 0); }
 
 static int of_pod(const struct pod_pids *p, unsigned pid) {
   for (int i = 0; i < p->n; i++)
@@ -412,7 +491,7 @@ static nvmlReturn_t pod_use(nvmlDevice_t device, unsigned int *percent_out) {
   if (rc != GS_NVML_SUCCESS) {
     unsigned none[1];
     int sm = -1;
-    gs_pod_host_pids(none, 0, &sm);
+    gs_pod_host_pids_known(none, 0, &sm);
     if (sm < 0) return rc;
     *percent_out = (unsigned int) sm;
     return GS_NVML_SUCCESS;

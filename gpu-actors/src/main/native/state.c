@@ -639,25 +639,27 @@ void gs_after_cuinit(int rc) {
 int gs_grant_known(void) { return atomic_load(&grant_known); }
 const struct gs_grant *gs_grant_get(void) { return &grant; }
 
-int gs_grant_lookup(void) {
+int gs_pod_brief_get(struct gs_pod_brief *b, char *err, size_t errlen) {
   pthread_once(&loaded, load);
-  if (!gs_cfg.active || gs_cfg.error[0]) return gs_cfg.error[0] ? 0 : -1;
-  if (atomic_load(&grant_known)) return 1;
-  pthread_mutex_lock(&mu);
-  struct view v;
-  int rc = 0;
-  if (call("GET", "", &v) == 0) { /* mu let go meanwhile */
-    if (strcmp(v.policy, "share-pool") != 0 && strcmp(v.policy, "static") != 0) {
-      rc = -1;
-    } else if (atomic_load(&grant_known)) {
-      rc = 1; /* a CUDA call of this process took it meanwhile */
-    } else if (strcmp(v.state, "Running") == 0 && v.has_gpu) {
-      take_grant(&v, 0);
-      rc = 1;
-    }
+  if (!gs_cfg.active) {
+    snprintf(err, errlen, "the library is inert");
+    return -1;
   }
-  pthread_mutex_unlock(&mu);
-  return rc;
+  struct view v;
+  struct failure f;
+  int status = 0;
+  if (fetch("GET", "", &v, &f, &status) < 0) {
+    snprintf(err, errlen, "%s", f.line);
+    return -1;
+  }
+  memset(b, 0, sizeof *b);
+  snprintf(b->policy, sizeof b->policy, "%s", v.policy);
+  snprintf(b->state, sizeof b->state, "%s", v.state);
+  snprintf(b->uuid, sizeof b->uuid, "%s", v.uuid);
+  b->has_gpu = v.has_gpu;
+  b->core = v.core;
+  b->memory = v.memory;
+  return 0;
 }
 
 /* ------------------------------------------------------------------ load, fork */

@@ -14,7 +14,9 @@
  * afterwards and printed with the answer's code. --then-cuinit then calls cuInit(0) (dlsym on
  * dlopen("libcuda.so.1"), as the CUDA runtime does: the pod's demand and grant), prints
  * "cuInit <rc>" and shows the devices again, NVML still initialised once: what a framework that
- * asks NVML before its first CUDA call sees afterwards.
+ * asks NVML before its first CUDA call sees afterwards. --again lists the devices once more for
+ * each line on its standard input (NVML still initialised once: nvidia-smi -l, a monitoring agent),
+ * each listing after a line "list N".
  *
  * Output, one line each:
  *   count 1
@@ -174,10 +176,12 @@ static int list(void) {
 }
 
 int main(int argc, char **argv) {
-  int linked = 0, then_cuinit = 0, first = 1;
+  int linked = 0, then_cuinit = 0, again = 0, first = 1;
+  setvbuf(stdout, NULL, _IOLBF, 0);
   for (; first < argc && strncmp(argv[first], "--", 2) == 0; first++) {
     if (strcmp(argv[first], "--link") == 0) linked = 1;
     else if (strcmp(argv[first], "--then-cuinit") == 0) then_cuinit = 1;
+    else if (strcmp(argv[first], "--again") == 0) again = 1;
     else {
       fprintf(stderr, "nvml_view: unknown option %s\n", argv[first]);
       return 2;
@@ -205,5 +209,10 @@ int main(int argc, char **argv) {
     if (list()) return 1;
   }
   for (int a = first; a < argc; a++) look_up_device(argv[a]);
+  char line[256];
+  for (int n = 2; again && fgets(line, sizeof line, stdin); n++) {
+    printf("list %d\n", n);
+    if (list()) return 1;
+  }
   return 0;
 }

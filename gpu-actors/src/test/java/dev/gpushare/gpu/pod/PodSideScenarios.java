@@ -968,6 +968,89 @@ abstract class PodSideScenarios {
   }
 
   /**
+   * Lists the devices again (nvml_view --again) until a listing has a line that starts with {@code
+   * start}: the view follows the pod in the background, so the listing after a change may still be
+   * the one before.
+   */
+  static void awaitListing(PodProcess p, String start) throws Exception {
+    long until = System.nanoTime() + T.toNanos();
+    int n = 2 + (int) p.stdout().stream().filter(l -> l.startsWith("list ")).count();
+    for (; System.nanoTime() < until; n++) {
+      p.send("again");
+      p.awaitStdout("list " + n, T);
+      java.util.List<String> out = p.stdout();
+      int at = out.indexOf("list " + n);
+      p.awaitStdout(Pattern.compile("^past index="), T);
+      out = p.stdout();
+      if (out.subList(at, out.size()).stream().anyMatch(l -> l.startsWith(start))) {
+        return;
+      }
+      Thread.sleep(200);
+    }
+    throw new AssertionError(
+        "no listing showed '" + start + "' within " + T + ":\n" + p.transcript());
+  }
+
+  /**
+   * A member that accepts the connection and says nothing (one being restarted, a rollout with
+   * maxUnavailable 1) never makes NVML show a sharing pod no GPU: nvmlInit waits a moment for it
+   * and then shows the GPU the pod would get, the node's first; once the member answers, the view
+   * is the pod's (Running on GPU 2), without initialising NVML again.
+   */
+  @Test
+  void aSilentMemberNeverMakesNvmlShowNoGpuAndTheViewFollowsOnceItAnswers() throws Exception {
+    a.limits(50, 50).running(2);
+    stub.hold(r -> true);
+    try (PodProcess p = nvmlView(a, "--again").start()) {
+      p.awaitStdout(Pattern.compile("^past index=1 rc=2$"), T);
+      assertEquals("count 1", p.stdout().get(0), p.transcript());
+      assertTrue(
+          p.stdout().get(1).startsWith("gpu index=0 uuid=" + DataPlaneStub.uuidOf(0) + " "),
+          p.transcript());
+      stub.release();
+      awaitListing(p, "gpu index=2 uuid=" + DataPlaneStub.uuidOf(2) + " ");
+      p.closeStdin();
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+  }
+
+  /** Nothing listens where the data plane should be: still one GPU, the node's first. */
+  @Test
+  void anUnreachableDataPlaneNeverMakesNvmlShowNoGpu() throws Exception {
+    a.limits(50, 50).running(2);
+    String dead = "http://127.0.0.1:" + freePort();
+    try (PodProcess p = nvmlView(a).env("GPUSHARE_SERVER", dead).start()) {
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertEquals("count 1", p.stdout().get(0), p.transcript());
+      assertTrue(
+          p.stdout().get(1).startsWith("gpu index=0 uuid=" + DataPlaneStub.uuidOf(0) + " "),
+          p.transcript());
+    }
+  }
+
+  /**
+   * A process that only uses NVML (nvidia-smi -l, a monitoring agent) follows the pod's grants as
+   * they come and go: the granted GPU while the pod runs, the GPU it would get while it sleeps, the
+   * next grant's GPU afterwards.
+   */
+  @Test
+  void anNvmlOnlyProcessFollowsThePodsGrantsAsTheyComeAndGo() throws Exception {
+    a.limits(50, 50).running(1);
+    try (PodProcess p = nvmlView(a, "--again").start()) {
+      p.awaitStdout(Pattern.compile("^past index=1 rc=2$"), T);
+      assertTrue(
+          p.stdout().get(1).startsWith("gpu index=1 uuid=" + DataPlaneStub.uuidOf(1) + " "),
+          p.transcript());
+      a.hibernate();
+      awaitListing(p, "gpu index=0 uuid=" + DataPlaneStub.uuidOf(0) + " ");
+      a.running(3);
+      awaitListing(p, "gpu index=3 uuid=" + DataPlaneStub.uuidOf(3) + " ");
+      p.closeStdin();
+      assertEquals(0, p.awaitExit(T), p.transcript());
+    }
+  }
+
+  /**
    * The view follows the grant: a process that initialised NVML in Hibernation (the node's first
    * GPU) sees the GPU granted at its first CUDA call afterwards, without initialising NVML again.
    */
