@@ -29,22 +29,36 @@ public interface GpuBackend {
   List<GpuSample> sample();
 
   /**
-   * The UID of the pod a process on the node belongs to, if it is a pod's: from {@code
-   * /proc/<pid>/cgroup} ({@link ProcessPods}) on a real node; the simulated backend knows its
+   * Where this backend reads a process's cgroup: the node's {@code /proc} as this process sees the
+   * host's ({@code gpushare.gpu.host-proc}); NVML names processes by their host PIDs.
+   */
+  default ProcessPods processes() {
+    return SYSTEM_PROCESSES;
+  }
+
+  /**
+   * The UID of the pod a process on the node belongs to, if it is a pod's: from {@code <host
+   * proc>/<pid>/cgroup} ({@link #processes()}) on a real node; the simulated backend knows its
    * scripted processes' pods.
    */
   default Optional<String> podUidOf(long pid) {
-    return SYSTEM_PROCESSES.podOf(pid).map(PodCgroup::podUid);
+    return processes().podOf(pid).map(PodCgroup::podUid);
   }
 
   /**
    * Ends a process that uses a GPU (SIGKILL), for {@code gpushare.gpu.ungranted-processes = kill}:
    * answers whether it was signalled. On a real node the member sees the GPUs' processes by their
-   * host PIDs, so it needs the host's PID namespace ({@code hostPID: true}) to signal them; without
-   * it, or without the permission, nothing is signalled and this answers false. The simulated
-   * backend removes the process from its script.
+   * host PIDs; it signals one only where that PID names the same process in its own PID namespace
+   * (the same pod and container in both {@code /proc}s: the member shares the host's PID namespace,
+   * {@code hostPID: true}), never a process of its own namespace that happens to have the number.
+   * Without it, or without the permission, nothing is signalled and this answers false. The
+   * simulated backend removes the process from its script.
    */
   default boolean kill(long pid) {
+    Optional<PodCgroup> host = processes().podOf(pid);
+    if (host.isEmpty() || !host.equals(SYSTEM_PROCESSES.podOf(pid))) {
+      return false;
+    }
     return ProcessHandle.of(pid).map(ProcessHandle::destroyForcibly).orElse(false);
   }
 

@@ -3,6 +3,7 @@ package dev.gpushare.gpu;
 import dev.gpushare.gpu.nvml.NvmlBackend;
 import dev.gpushare.gpu.nvml.NvmlError;
 import dev.gpushare.gpu.nvml.NvmlException;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -142,6 +143,15 @@ public final class GpuBackends {
    * @throws GpuBackendUnavailable for {@link Mode#NVML} when NVML cannot be loaded or initialized
    */
   public static Selected select(Mode mode, Supplier<GpuBackend> simulated, Consumer<String> log) {
+    return select(mode, simulated, log, GpuBackend.SYSTEM_PROCESSES);
+  }
+
+  /**
+   * {@link #select(Mode, Supplier, Consumer)}, NVML mapping its processes (host PIDs) to pods
+   * through {@code hostProcesses}, the host's {@code /proc} as this member sees it.
+   */
+  public static Selected select(
+      Mode mode, Supplier<GpuBackend> simulated, Consumer<String> log, ProcessPods hostProcesses) {
     Objects.requireNonNull(mode, "mode");
     String key = CONFIG_KEY + "=" + mode.configValue() + ": ";
     Selected selected;
@@ -151,7 +161,7 @@ public final class GpuBackends {
         break;
       case NVML:
         {
-          NvmlBackend nvml = openNvml(key);
+          NvmlBackend nvml = openNvml(key, hostProcesses);
           selected = new Selected(nvml, key + "using " + nvml.describe());
           break;
         }
@@ -159,7 +169,7 @@ public final class GpuBackends {
         {
           NvmlBackend nvml;
           try {
-            nvml = openNvml(key);
+            nvml = openNvml(key, hostProcesses);
           } catch (GpuBackendUnavailable e) {
             selected =
                 new Selected(
@@ -177,9 +187,9 @@ public final class GpuBackends {
     return selected;
   }
 
-  private static NvmlBackend openNvml(String key) {
+  private static NvmlBackend openNvml(String key, ProcessPods hostProcesses) {
     try {
-      return NvmlBackend.open();
+      return NvmlBackend.open(hostProcesses);
     } catch (LinkageError e) {
       String reason = loadFailure(e);
       throw new GpuBackendUnavailable(

@@ -8,6 +8,7 @@ import dev.gpushare.arbiter.SharePolicy;
 import dev.gpushare.gpu.GpuBackend;
 import dev.gpushare.gpu.GpuBackendUnavailable;
 import dev.gpushare.gpu.GpuBackends;
+import dev.gpushare.gpu.proc.ProcessPods;
 import dev.gpushare.http.admission.AdmissionRoutes;
 import dev.gpushare.http.api.HttpApi;
 import dev.gpushare.http.auth.Access;
@@ -663,6 +664,7 @@ public final class Main {
    */
   static Optional<GpuBackend> gpuBackend(
       ActorSystem<?> system, GpuSettings gpu, Optional<String> node) {
+    ProcessPods hostProcesses = new ProcessPods(gpu.hostProc());
     GpuBackends.Selected selected =
         GpuBackends.select(
             gpu.backend(),
@@ -672,7 +674,8 @@ public final class Main {
                     0,
                     RuntimeSettings.DEFAULT_GPU_MODEL,
                     RuntimeSettings.DEFAULT_GPU_MEMORY_MIB),
-            line -> {});
+            line -> {},
+            hostProcesses);
     GpuBackend backend = selected.backend();
     boolean simulated = backend.scriptable().isPresent();
     if (simulated && gpu.backend() == GpuBackends.Mode.AUTO) {
@@ -682,6 +685,19 @@ public final class Main {
     }
     if (simulated) {
       return Optional.empty();
+    }
+    if (hostProcesses.isOwnNamespace() && GpuBackend.SYSTEM_PROCESSES.podOf(1).isPresent()) {
+      LOG.warn(
+          "gpushare.gpu.host-proc = {} is this member's own PID namespace, a container's (no"
+              + " hostPID): NVML names GPU processes by their host PIDs, which cannot be mapped to"
+              + " pods from here, so pods' compute limits, in-pod utilisation, ungranted use and"
+              + " idle release cannot see their processes. Mount the host's /proc read-only and set"
+              + " gpushare.gpu.host-proc to it (deploy/daemonset.yaml: /host/proc)",
+          hostProcesses.procRoot());
+    } else {
+      LOG.info(
+          "NVML's processes (host PIDs) are mapped to pods through {}/<pid>/cgroup",
+          hostProcesses.procRoot());
     }
     if (node.isEmpty()) {
       LOG.info(

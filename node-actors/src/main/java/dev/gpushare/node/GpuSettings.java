@@ -4,6 +4,7 @@ import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.arbiter.UsageRules.IdleSettings;
 import dev.gpushare.gpu.GpuBackends;
 import dev.gpushare.node.api.Views;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -24,6 +25,9 @@ import java.util.Optional;
  *     at or under its core limit ({@link #computeLimitMode()})
  * @param ungrantedProcesses {@code gpu.ungranted-processes}: what the member does about a pod's
  *     process on a GPU the pod does not hold (report: an Event and a metric; kill: SIGKILL too)
+ * @param hostProc {@code gpu.host-proc}: where the member sees the host's {@code /proc}, whose
+ *     {@code <pid>/cgroup} names the pod of a process NVML reports by its host PID ({@code /proc}
+ *     when the member shares the host's PID namespace; deploy/ mounts it at {@code /host/proc})
  */
 public record GpuSettings(
     GpuBackends.Mode backend,
@@ -33,7 +37,33 @@ public record GpuSettings(
     Optional<String> mpsRoot,
     Checkpoints checkpoints,
     ComputeLimit computeLimit,
-    UsageRules.UngrantedAction ungrantedProcesses) {
+    UsageRules.UngrantedAction ungrantedProcesses,
+    Path hostProc) {
+
+  /** The host's {@code /proc} as a member in the host's PID namespace sees it. */
+  public static final Path HOST_PROC = Path.of("/proc");
+
+  /** Settings that see the host's processes in {@code /proc} ({@link #HOST_PROC}). */
+  public GpuSettings(
+      GpuBackends.Mode backend,
+      Duration telemetryInterval,
+      IdleSettings idle,
+      boolean enforceMemory,
+      Optional<String> mpsRoot,
+      Checkpoints checkpoints,
+      ComputeLimit computeLimit,
+      UsageRules.UngrantedAction ungrantedProcesses) {
+    this(
+        backend,
+        telemetryInterval,
+        idle,
+        enforceMemory,
+        mpsRoot,
+        checkpoints,
+        computeLimit,
+        ungrantedProcesses,
+        HOST_PROC);
+  }
 
   /** Settings that report ungranted GPU use (the default) and never kill it. */
   public GpuSettings(
@@ -166,6 +196,7 @@ public record GpuSettings(
     Objects.requireNonNull(checkpoints, "checkpoints");
     Objects.requireNonNull(computeLimit, "computeLimit");
     Objects.requireNonNull(ungrantedProcesses, "ungrantedProcesses");
+    Objects.requireNonNull(hostProc, "hostProc");
     if (telemetryInterval.isNegative() || telemetryInterval.isZero()) {
       throw new IllegalArgumentException("telemetry interval " + telemetryInterval + ": want > 0");
     }

@@ -669,15 +669,30 @@ class DeployManifestsTest {
       }
     }
 
-    // One host path only, the data-plane socket's directory: no /dev, no driver directory, and
-    // no journal on the node (it is the shared PostgreSQL database). --data (clock.txt of a
-    // manual clock) is an emptyDir.
+    // Two host paths only: the data-plane socket's directory, and the host's /proc read-only
+    // (NVML's host PIDs to pods, gpushare.gpu.host-proc); no /dev, no driver directory, and no
+    // journal on the node (it is the shared PostgreSQL database). --data (clock.txt of a manual
+    // clock) is an emptyDir.
     List<String> hostPaths =
         pod.getVolumes().stream()
             .filter(v -> v.getHostPath() != null)
             .map(v -> v.getName() + "=" + v.getHostPath().getPath())
             .toList();
-    assertEquals(List.of(DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR), hostPaths, "host paths");
+    assertEquals(
+        List.of(DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR, HOST_PROC_VOLUME + "=/proc"),
+        hostPaths,
+        "host paths");
+    VolumeMount hostProc =
+        arbiter().getVolumeMounts().stream()
+            .filter(m -> m.getName().equals(HOST_PROC_VOLUME))
+            .findFirst()
+            .orElseThrow();
+    assertEquals(HOST_PROC_MOUNT, hostProc.getMountPath());
+    assertEquals(Boolean.TRUE, hostProc.getReadOnly(), "the host's /proc is read-only");
+    ConfigMap cm = typed(doc("ConfigMap", "gpushare-config"));
+    assertTrue(
+        cm.getData().get("gpushare.conf").contains("host-proc = \"" + HOST_PROC_MOUNT + "\""),
+        "gpushare.gpu.host-proc names the mount");
     assertNotNull(volumeMountedAt(argValue("--data")).getEmptyDir(), "--data is an emptyDir");
   }
 
@@ -687,6 +702,11 @@ class DeployManifestsTest {
   static final String DATA_PLANE_DIR = "/run/gpushare/data-plane";
 
   static final String DATA_PLANE_VOLUME = "data-plane";
+
+  /** The host's /proc in the member: NVML's host PIDs mapped to pods through their cgroups. */
+  static final String HOST_PROC_VOLUME = "host-proc";
+
+  static final String HOST_PROC_MOUNT = "/host/proc";
 
   /** The root init container that hands that directory to the member's uid. */
   static final String DATA_PLANE_INIT = "data-plane-dir";
@@ -1209,6 +1229,7 @@ class DeployManifestsTest {
     assertEquals(
         List.of(
             "DaemonSet hostPath " + DATA_PLANE_VOLUME + "=" + DATA_PLANE_DIR,
+            "DaemonSet hostPath " + HOST_PROC_VOLUME + "=/proc",
             "DaemonSet root container " + DATA_PLANE_INIT),
         relaxed,
         "what the namespace's privileged level admits");

@@ -219,7 +219,8 @@ class KubeManifestsTest {
                 + kube.log("kube-controller-manager", 20));
     assertEquals("0", desired, "no node for the DaemonSet");
     // deploy/README.md, "Install": the one PodSecurity warning lists exactly what the DaemonSet
-    // relaxes: the hostPath volume data-plane and the init container data-plane-dir.
+    // relaxes: the hostPath volumes data-plane and host-proc and the init container
+    // data-plane-dir.
     List<String> warnings = apply.err().lines().filter(l -> l.startsWith("Warning:")).toList();
     assertEquals(1, warnings.size(), () -> "one warning, the DaemonSet's: " + apply.err());
     String w = warnings.get(0);
@@ -229,10 +230,12 @@ class KubeManifestsTest {
         quoted(w, "container"),
         () -> "the warning names the init container data-plane-dir and no other: " + w);
     assertEquals(
-        new TreeSet<>(List.of("data-plane")),
+        new TreeSet<>(List.of("data-plane", "host-proc")),
         quoted(w, "volume"),
-        () -> "the warning names the hostPath volume data-plane and no other: " + w);
-    assertTrue(w.contains("volume \"data-plane\" uses restricted volume type \"hostPath\""), w);
+        () -> "the warning names the hostPath volumes data-plane and host-proc, no other: " + w);
+    assertTrue(
+        w.contains("volumes \"data-plane\", \"host-proc\" use restricted volume type \"hostPath\""),
+        w);
     assertTrue(w.contains("\"CHOWN\", \"FOWNER\""), w);
     assertTrue(
         readme("deploy/README.md").contains(w.substring("Warning: ".length())),
@@ -294,9 +297,13 @@ class KubeManifestsTest {
   /** The names in {@code what "NAME"} in a Pod Security warning, e.g. {@code container "x"}. */
   private static TreeSet<String> quoted(String warning, String what) {
     TreeSet<String> names = new TreeSet<>();
-    Matcher m = Pattern.compile(what + " \"([^\"]+)\"").matcher(warning);
+    // "volume \"a\"", or "volumes \"a\", \"b\"" (PodSecurity's plural)
+    Matcher m = Pattern.compile(what + "s? ((?:\"[^\"]+\"(?:, )?)+)").matcher(warning);
     while (m.find()) {
-      names.add(m.group(1));
+      Matcher each = Pattern.compile("\"([^\"]+)\"").matcher(m.group(1));
+      while (each.find()) {
+        names.add(each.group(1));
+      }
     }
     return names;
   }

@@ -32,6 +32,7 @@ import dev.gpushare.gpu.GpuDevice;
 import dev.gpushare.gpu.GpuHealth;
 import dev.gpushare.gpu.GpuProcessSample;
 import dev.gpushare.gpu.GpuSample;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -85,6 +86,15 @@ import org.bytedeco.javacpp.IntPointer;
  * immutable discovery result.
  */
 public final class NvmlBackend implements GpuBackend, AutoCloseable {
+
+  /** The host's processes as this member sees them: NVML's PIDs are host PIDs. */
+  private final ProcessPods processes;
+
+  @Override
+  public ProcessPods processes() {
+    return processes;
+  }
+
   private static final long MIB = 1024L * 1024L;
   private static final int MAX_EVENTS_PER_DRAIN = 64;
   private static final int MAX_SIZE_RETRIES = 3;
@@ -124,18 +134,27 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
    *     GpuBackends.select} turns both into a {@code GpuBackendUnavailable}
    */
   public static NvmlBackend open() {
+    return open(SYSTEM_PROCESSES);
+  }
+
+  /**
+   * {@link #open()}, mapping the processes NVML reports (by host PID) to pods through {@code
+   * processes} (the host's {@code /proc} as this member sees it).
+   */
+  public static NvmlBackend open(ProcessPods processes) {
     NvmlLibrary.load();
     NvmlSymbols.requireBaseline();
     NvmlCheck.require("nvmlInit_v2", nvmlInit_v2());
     try {
-      return new NvmlBackend();
+      return new NvmlBackend(processes);
     } catch (RuntimeException e) {
       nvmlShutdown();
       throw e;
     }
   }
 
-  private NvmlBackend() {
+  private NvmlBackend(ProcessPods processes) {
+    this.processes = java.util.Objects.requireNonNull(processes, "processes");
     driverVersion = queryDriverVersion();
     cudaVersion = queryCudaVersion();
     List<Device> found = new ArrayList<>();

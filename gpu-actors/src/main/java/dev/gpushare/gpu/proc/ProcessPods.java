@@ -36,6 +36,27 @@ public final class ProcessPods {
     this.procRoot = Objects.requireNonNull(procRoot, "procRoot");
   }
 
+  /** Where it reads. */
+  public Path procRoot() {
+    return procRoot;
+  }
+
+  /**
+   * Whether this proc tree is this process's own PID namespace's: its {@code self} names this
+   * process by the PID it has here. A member in a container's PID namespace (no {@code hostPID})
+   * whose tree is its own cannot map the host PIDs NVML reports; the host's {@code /proc} mounted
+   * elsewhere names it by its host PID instead.
+   */
+  public boolean isOwnNamespace() {
+    try {
+      return Files.readSymbolicLink(procRoot.resolve("self"))
+          .toString()
+          .equals(Long.toString(ProcessHandle.current().pid()));
+    } catch (IOException | UnsupportedOperationException | SecurityException e) {
+      return false;
+    }
+  }
+
   /** The pod of process {@code pid}, or empty when it is not in a pod or cannot be read. */
   public Optional<PodCgroup> podOf(long pid) {
     if (pid <= 0) {

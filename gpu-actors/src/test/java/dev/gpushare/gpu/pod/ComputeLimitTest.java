@@ -255,7 +255,9 @@ class ComputeLimitTest {
 
   /**
    * A pod without hostPID (issue 32): NVML names its process by a host PID, never its getpid(). The
-   * member knows the host PIDs (the stub's {@code GET …/processes} plays it): the limit holds.
+   * member knows the host PIDs (the stub's {@code GET …/processes} plays it): the limit holds. The
+   * shipped member has no hostPID either; it names them through the host's /proc mounted at
+   * gpushare.gpu.host-proc (issue 37), and src-test's RealNodeTest shows it on a real node.
    */
   @Test
   void aPodWhoseNvmlNamesHostPidsSettlesAt30ThroughTheMembersPids() throws Exception {

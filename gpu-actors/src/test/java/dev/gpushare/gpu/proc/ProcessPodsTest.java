@@ -125,4 +125,55 @@ class ProcessPodsTest {
     Path dir = Files.createDirectories(proc.resolve(Long.toString(pid)));
     return Files.writeString(dir.resolve("cgroup"), content, StandardCharsets.UTF_8);
   }
+
+  /**
+   * A member without hostPID reads the host's /proc elsewhere (gpushare.gpu.host-proc): a host PID
+   * that this process's own namespace gives to another process (here this very JVM, which is in no
+   * pod) is never signalled, whatever pod the host's tree says it is in.
+   */
+  @Test
+  void aHostPidThatNamesAnotherProcessHereIsNeverKilled() throws IOException {
+    long me = ProcessHandle.current().pid();
+    assumeFalse(new ProcessPods().podOf(me).isPresent(), "this test runs in a pod itself");
+    writeCgroup(me, fixture("v1-containerd-systemd.txt"));
+    ProcessPods host = new ProcessPods(proc);
+    dev.gpushare.gpu.GpuBackend member =
+        new dev.gpushare.gpu.GpuBackend() {
+          @Override
+          public String name() {
+            return "host-proc elsewhere";
+          }
+
+          @Override
+          public java.util.List<dev.gpushare.gpu.GpuDevice> devices() {
+            return java.util.List.of();
+          }
+
+          @Override
+          public boolean healthy(String uuid) {
+            return true;
+          }
+
+          @Override
+          public java.util.List<dev.gpushare.gpu.GpuSample> sample() {
+            return java.util.List.of();
+          }
+
+          @Override
+          public ProcessPods processes() {
+            return host;
+          }
+        };
+    assertEquals(CONTAINERD_POD.map(PodCgroup::podUid), member.podUidOf(me), "mapped to its pod");
+    assertEquals(false, member.kill(me), "not the same process in this namespace: not signalled");
+    assertEquals(true, ProcessHandle.current().isAlive());
+  }
+
+  @Test
+  void aTreeKnowsWhetherItIsThisProcesssOwnNamespace() throws IOException {
+    assumeTrue(Files.isSymbolicLink(Path.of("/proc/self")), "no /proc here");
+    assertEquals(true, new ProcessPods().isOwnNamespace());
+    Files.createSymbolicLink(proc.resolve("self"), Path.of("999999999"));
+    assertEquals(false, new ProcessPods(proc).isOwnNamespace(), "the host's, mounted elsewhere");
+  }
 }

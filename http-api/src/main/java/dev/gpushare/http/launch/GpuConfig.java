@@ -37,6 +37,9 @@ import java.util.stream.Collectors;
  *                                   #   its core limit when the node runs no MPS (auto), or never
  *   ungranted-processes = report    # report | kill: a pod's process on a GPU the pod does not hold
  *                                   #   gets an Event and a metric; kill: SIGKILL too
+ *   host-proc = /proc               # where this member sees the host's /proc: NVML names GPU
+ *                                   #   processes by host PIDs, mapped to pods through
+ *                                   #   <host-proc>/<pid>/cgroup (deploy/: /host/proc, mounted)
  * }
  * </pre>
  *
@@ -63,7 +66,8 @@ final class GpuConfig {
           "checkpoint-host-memory-limit",
           "checkpoint-lock-timeout",
           "compute-limit",
-          "ungranted-processes");
+          "ungranted-processes",
+          "host-proc");
 
   private static final String BACKENDS =
       Arrays.stream(GpuBackends.Mode.values())
@@ -83,6 +87,11 @@ final class GpuConfig {
   private static final String UNGRANTED =
       "report (a pod's process on a GPU the pod does not hold gets an Event and a metric) or kill"
           + " (and the member ends it with SIGKILL)";
+
+  private static final String HOST_PROC =
+      "the absolute path at which this member sees the host's /proc, such as \"/proc\" (the"
+          + " member shares the host's PID namespace) or \"/host/proc\" (the host's /proc mounted"
+          + " there, as deploy/daemonset.yaml does)";
 
   private GpuConfig() {}
 
@@ -184,7 +193,12 @@ final class GpuConfig {
             ? d.ungrantedProcesses()
             : errors.scalar(
                 gpu, "ungranted-processes", AT, UNGRANTED, UsageRules.UngrantedAction::parse);
+    java.nio.file.Path hostProc =
+        gpu.get("host-proc") == null
+            ? d.hostProc()
+            : errors.scalar(gpu, "host-proc", AT, HOST_PROC, GpuConfig::hostProc);
     if (backend == null
+        || hostProc == null
         || ungranted == null
         || interval == null
         || after == null
@@ -205,7 +219,14 @@ final class GpuConfig {
         mpsRoot,
         new GpuSettings.Checkpoints(checkpoint.booleanValue(), hostMemory.longValue(), lock),
         computeLimit,
-        ungranted);
+        ungranted,
+        hostProc);
+  }
+
+  private static Optional<java.nio.file.Path> hostProc(String value) {
+    return isAbsolutePath(value)
+        ? Optional.of(java.nio.file.Path.of(value).normalize())
+        : Optional.empty();
   }
 
   private static Optional<GpuBackends.Mode> backend(String value) {

@@ -164,6 +164,26 @@ class GpuConfigTest {
   }
 
   @Test
+  void theHostsProcIsProcByDefaultOrWhereItIsMounted() {
+    assertEquals(java.nio.file.Path.of("/proc"), read("").hostProc(), "the default");
+    assertEquals(
+        java.nio.file.Path.of("/host/proc"),
+        read("gpushare.gpu.host-proc = \"/host/proc/\"").hostProc());
+  }
+
+  @Test
+  void aRelativeHostProcIsNamedWithWhereItWasSetAndWhatIsAccepted() {
+    String message = refused("gpushare.gpu.host-proc = \"host/proc\"");
+    assertTrue(message.startsWith("invalid configuration (1 error):"), message);
+    assertTrue(message.contains("gpushare.gpu.host-proc: 'host/proc' given at "), message);
+    assertTrue(
+        message.contains(
+            "expected the absolute path at which this member sees the host's /proc, such as"
+                + " \"/proc\""),
+        message);
+  }
+
+  @Test
   void mpsRootDefaultsToTheEnvironment() {
     Map<String, String> env = Map.of(GpuConfig.MPS_ROOT_ENV, "/run/gpushare/mps");
     assertEquals(Optional.of("/run/gpushare/mps"), read("", env).mpsRoot());
@@ -190,7 +210,7 @@ class GpuConfigTest {
     assertTrue(
         message.contains(
             "unknown key; accepted keys: backend, checkpoint, checkpoint-host-memory-limit,"
-                + " checkpoint-lock-timeout, compute-limit, idle-release-after,"
+                + " checkpoint-lock-timeout, compute-limit, host-proc, idle-release-after,"
                 + " idle-release-grace, memory-limit-enforcement, mps-root, telemetry-interval,"
                 + " ungranted-processes"),
         message);
