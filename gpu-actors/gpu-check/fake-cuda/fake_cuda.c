@@ -30,6 +30,11 @@
  *                                and NVML's used memory
  *   FAKE_CUDA_MODULE_BYTES=n     what each cuModuleLoad* / cuLibraryLoad* takes until its unload
  *                                (default 0), as a real driver's eager loading takes
+ *   FAKE_CUDA_LAZY_BYTES=n       what a process's first kernel launch takes of its device until it
+ *                                ends (default 0): lazily loaded code, which no call returns
+ *   FAKE_GPU_KERNEL=/abs/socket  where the stand-in for the kernel answers a process's host PID
+ *                                (fake_cuda_mem.c): the PID the driver names the process by in the
+ *                                virtual GPU's files, and so in NVML; unset, getpid()
  *   FAKE_CUDA_TRACE=1            a line on stderr per call: "fake libcuda: <exported name>(<arg>)"
  *   FAKE_CUDA_PROC_ADDRESS=global  cuGetProcAddress hands back each variant's exported name as
  *                                the process's global scope resolves it (dlsym(RTLD_DEFAULT)), as a

@@ -42,12 +42,15 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,6 +121,48 @@ static void sleep_until(uint64_t ns) {
   struct timespec t = {(time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {
   }
+}
+
+/* The PID the driver names this process by. A real driver is in the kernel and knows a process by
+ * its PID in the host's namespace, whatever namespace the process is in. With FAKE_GPU_KERNEL
+ * naming a Unix socket, the fake asks its stand-in for the kernel there, which answers with the
+ * caller's PID as the host sees it (SO_PEERCRED of the connection, in decimal); else getpid(),
+ * right where the process shares the host's PID namespace. Asked once per process. */
+static _Atomic int self_pid_cached;
+
+static int ask_kernel(const char *socket_path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(socket_path) >= sizeof a.sun_path) return 0;
+  strcpy(a.sun_path, socket_path);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  char buf[32] = {0};
+  size_t got = 0;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0) {
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) != 0) {
+      if (n < 0 && errno != EINTR) break;
+      if (n > 0) got += (size_t)n;
+    }
+  }
+  close(fd);
+  return atoi(buf);
+}
+
+__attribute__((visibility("hidden"))) int fake_self_pid(void) {
+  int pid = atomic_load(&self_pid_cached);
+  if (pid > 0) return pid;
+  const char *kernel = getenv("FAKE_GPU_KERNEL");
+  pid = kernel && *kernel ? ask_kernel(kernel) : 0;
+  if (pid <= 0) {
+    if (kernel && *kernel) {
+      fprintf(stderr, "fake libcuda: no answer from the kernel's stand-in at %s: using getpid()\n",
+              kernel);
+    }
+    pid = (int)getpid();
+  }
+  atomic_store(&self_pid_cached, pid);
+  return pid;
 }
 
 static uint64_t env_us(const char *name, uint64_t fallback) {
@@ -204,7 +249,7 @@ static void gpu_launch_n(unsigned kernels) {
   }
   const char *uuid = fake_current_uuid();
   if (!uuid) return;
-  uint32_t pid = (uint32_t)getpid();
+  uint32_t pid = (uint32_t)fake_self_pid();
   for (;;) {
     pthread_mutex_lock(&gpu_mu);
     if (!gpu_open()) break;
@@ -274,7 +319,28 @@ struct mem_file { uint32_t magic, version; uint64_t unused; struct mem_proc proc
 static int mem_fd = -1, mem_tried;
 static struct mem_file *memf;
 
-static int alive(int pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+static int mem_at = -1; /* this process's record */
+static _Atomic int lazy_loaded; /* lazy_load below */
+
+/* Who holds a record: its owner holds an open-file-description write lock on the record's byte
+ * past the end of the file's data (LIVE_AT + i), which the kernel drops however the process ends.
+ * That holds across PID namespaces, where a PID names another process or none (the fake NVML in
+ * the member's container reads these records too). The file's data itself is locked as a whole,
+ * [0, LIVE_AT), for each access. */
+#define LIVE_AT ((off_t)sizeof(struct mem_file))
+
+static int range_lock(int fd, int cmd, short type, off_t start, off_t len) {
+  struct flock l = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len, .l_pid = 0};
+  while (fcntl(fd, cmd, &l) != 0) {
+    if (errno != EINTR) return -1;
+  }
+  return cmd == F_OFD_GETLK ? l.l_type != F_UNLCK : 0;
+}
+
+static int data_lock(short type) { return range_lock(mem_fd, F_OFD_SETLKW, type, 0, LIVE_AT); }
+
+/* Whether record i's owner lives (another process's; this one's own lock never conflicts). */
+static int alive(int i) { return range_lock(mem_fd, F_OFD_GETLK, F_WRLCK, LIVE_AT + i, 1) == 1; }
 
 /* Under mu: the shared record file, opened once; 0 without FAKE_GPU_FILE. */
 static int mem_open(void) {
@@ -286,9 +352,10 @@ static int mem_open(void) {
   snprintf(path, sizeof path, "%s.mem", gpu_path);
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0) return 0;
+  fchmod(fd, 0666); /* every container's processes write it, whatever their uid and umask */
   struct stat st;
   void *m = MAP_FAILED;
-  if (file_lock(fd, F_WRLCK) == 0 && fstat(fd, &st) == 0 &&
+  if (range_lock(fd, F_OFD_SETLKW, F_WRLCK, 0, LIVE_AT) == 0 && fstat(fd, &st) == 0 &&
       (st.st_size == (off_t)sizeof(struct mem_file) ||
        (st.st_size == 0 && ftruncate(fd, sizeof(struct mem_file)) == 0))) {
     m = mmap(NULL, sizeof(struct mem_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -298,7 +365,7 @@ static int mem_open(void) {
       m = MAP_FAILED;
     }
   }
-  file_lock(fd, F_UNLCK);
+  range_lock(fd, F_OFD_SETLK, F_UNLCK, 0, LIVE_AT);
   if (m == MAP_FAILED) {
     fprintf(stderr, "fake libcuda: %s is not a fake GPU memory file; memory is per process\n",
             path);
@@ -310,23 +377,22 @@ static int mem_open(void) {
   return 1;
 }
 
-/* Under mu: this process's holding published. */
+/* Under mu: this process's holding published, in a record it holds (a free one, or one whose
+ * owner is gone, taken with its lock). */
 static void mem_publish(void) {
   const char *uuid = fake_current_uuid();
   if (!uuid || !mem_open()) return;
-  int pid = (int)getpid(), at = -1;
-  file_lock(mem_fd, F_WRLCK);
-  for (int i = 0; i < MEM_PROCS; i++) {
-    if (memf->proc[i].pid == pid) { at = i; break; }
-    if (at < 0 && !alive(memf->proc[i].pid)) at = i;
+  data_lock(F_WRLCK);
+  for (int i = 0; mem_at < 0 && i < MEM_PROCS; i++) {
+    if (range_lock(mem_fd, F_OFD_SETLK, F_WRLCK, LIVE_AT + i, 1) == 0) mem_at = i;
   }
-  if (at >= 0) {
-    struct mem_proc *r = &memf->proc[at];
+  if (mem_at >= 0) {
+    struct mem_proc *r = &memf->proc[mem_at];
     snprintf(r->uuid, sizeof r->uuid, "%s", uuid);
-    r->pid = pid;
+    r->pid = fake_self_pid();
     r->bytes = allocated;
   }
-  file_lock(mem_fd, F_UNLCK);
+  data_lock(F_UNLCK);
 }
 
 /* Under mu: what the current GPU has in use, every live process's together (this one's alone
@@ -335,16 +401,30 @@ static unsigned long long device_used(void) {
   const char *uuid = fake_current_uuid();
   if (!uuid || !mem_open()) return allocated;
   unsigned long long used = 0;
-  int pid = (int)getpid();
-  file_lock(mem_fd, F_WRLCK);
+  data_lock(F_WRLCK);
   for (int i = 0; i < MEM_PROCS; i++) {
     struct mem_proc *r = &memf->proc[i];
-    if (r->pid != pid && strncmp(r->uuid, uuid, sizeof r->uuid) == 0 && alive(r->pid)) {
-      used += r->bytes;
-    }
+    if (i != mem_at && strncmp(r->uuid, uuid, sizeof r->uuid) == 0 && alive(i)) used += r->bytes;
   }
-  file_lock(mem_fd, F_UNLCK);
+  data_lock(F_UNLCK);
   return used + allocated;
+}
+
+/* A forked child is a process of its own to the driver: its own PID, its own record. */
+static void mem_after_fork(void) {
+  atomic_store(&self_pid_cached, 0);
+  if (mem_fd >= 0) close(mem_fd); /* the parent's description, and its locks, stay the parent's */
+  if (memf) munmap(memf, sizeof(struct mem_file));
+  mem_fd = -1;
+  memf = NULL;
+  mem_tried = 0;
+  mem_at = -1;
+  allocated = 0;
+  atomic_store(&lazy_loaded, 0);
+}
+
+__attribute__((constructor)) static void mem_at_fork(void) {
+  pthread_atfork(NULL, NULL, mem_after_fork);
 }
 
 /* Under mu: takes (or gives back) device memory; 0 when the device has not that much free. */
@@ -369,6 +449,21 @@ void fake_context_taken(int sign) { /* 1: a context made; -1: one destroyed */
   pthread_mutex_lock(&mu);
   if (sign > 0) allocated += bytes; /* a real driver fails the creation when it does not fit */
   else allocated -= bytes < allocated ? bytes : allocated;
+  mem_publish();
+  pthread_mutex_unlock(&mu);
+}
+
+/* Lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2): a kernel's code is loaded
+ * at its first launch, so the device memory a process holds grows then, where nothing an
+ * allocation or a context's creation returns shows it. FAKE_CUDA_LAZY_BYTES is what the process's
+ * first launch takes that way (default 0), held until it ends. */
+static void lazy_load(void) {
+  if (atomic_exchange(&lazy_loaded, 1)) return;
+  const char *v = getenv("FAKE_CUDA_LAZY_BYTES");
+  unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
+  if (!bytes) return;
+  pthread_mutex_lock(&mu);
+  allocated += bytes;
   mem_publish();
   pthread_mutex_unlock(&mu);
 }
@@ -871,7 +966,7 @@ CUresult cuMemGetInfo(unsigned *free_bytes, unsigned *total) {
   CUresult name P_##shape {           \
     fake_trace(#name "()");           \
     CUresult rc = fake_ready();       \
-    if (rc == CUDA_SUCCESS) gpu_launch(); \
+    if (rc == CUDA_SUCCESS) lazy_load(), gpu_launch(); \
     return rc;                        \
   }
 #define DEFINE_WAIT(name, shape)      \

@@ -27,7 +27,10 @@
  *   nvmlDeviceGetProcessUtilization     one sample per pid that ran in the window: smUtil its busy
  *                                       percent (rounded), timeStamp now in µs (CLOCK_MONOTONIC);
  *                                       NVML_ERROR_NOT_FOUND when none ran or lastSeen >= now
- *   nvmlDeviceGetComputeRunningProcesses_v2/_v3  those pids, memory NVML_VALUE_NOT_AVAILABLE
+ *   nvmlDeviceGetComputeRunningProcesses_v2/_v3  the processes holding memory on the GPU (a
+ *                                       context at least) with what each holds, and those pids
+ *                                       without it, memory NVML_VALUE_NOT_AVAILABLE
+ *                                       (FAKE_NVML_PROC_MEMORY=unavailable: for every process)
  *   nvmlDeviceGetMemoryInfo             total FAKE_CUDA_MEMORY (default 80 GiB), used what the
  *                                       fake libcuda.so.1's live processes hold on the device
  *                                       (<FAKE_GPU_FILE>.mem: contexts, allocations, pools)
@@ -354,36 +357,55 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) 
   return NVML_SUCCESS;
 }
 /* The virtual GPU's memory: what the fake libcuda.so.1's processes hold on the device, as they
- * publish it in <FAKE_GPU_FILE>.mem (fake_cuda_mem.c declares the layout), the dead ones' not
- * counted; 1 with *used, 0 without FAKE_GPU_FILE. */
+ * publish it in <FAKE_GPU_FILE>.mem (fake_cuda_mem.c declares the layout: a record per process,
+ * its owner holding a lock on the record's byte past the file's data, which the kernel drops when
+ * it ends), the dead ones' not counted. A process is named by the PID the fake driver knows it
+ * by (its host PID, fake_cuda_mem.c). */
 struct mem_proc { char uuid[96]; int32_t pid; uint32_t unused; uint64_t bytes; };
 struct mem_file { uint32_t magic, version; uint64_t unused; struct mem_proc proc[256]; };
-static int virtual_memory(nvmlDevice_t d, unsigned long long *used) {
+#define MEM_LIVE_AT ((off_t) sizeof(struct mem_file))
+struct mem_user { unsigned int pid; unsigned long long bytes; };
+
+/* Device d's live processes and what each holds (up to max); -1 without FAKE_GPU_FILE. */
+static int memory_users(nvmlDevice_t d, struct mem_user *out, int max) {
   const char *gpu_path = getenv("FAKE_GPU_FILE");
-  if (!gpu_path || !*gpu_path) return 0;
+  if (!gpu_path || !*gpu_path) return -1;
   char path[4096], uuid[96];
   snprintf(path, sizeof path, "%s.mem", gpu_path);
   uuid_of(d->index, uuid, sizeof uuid);
-  *used = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 1; /* no process has taken any yet */
+  if (fd < 0) return 0; /* no process has taken any yet */
   static struct mem_file f;
   static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+  int n = 0;
   pthread_mutex_lock(&mem_mu);
-  struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0, .l_pid = 0};
+  struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = MEM_LIVE_AT};
   while (fcntl(fd, F_OFD_SETLKW, &l) != 0 && errno == EINTR) {
   }
   if (pread(fd, &f, sizeof f, 0) == (ssize_t) sizeof f && f.magic == 0x4d454d46u) {
-    for (int i = 0; i < 256; i++) {
-      int pid = f.proc[i].pid;
-      if (strncmp(f.proc[i].uuid, uuid, sizeof uuid) == 0 && pid > 0 &&
-          (kill(pid, 0) == 0 || errno == EPERM)) {
-        *used += f.proc[i].bytes;
+    for (int i = 0; i < 256 && n < max; i++) {
+      struct flock live = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = MEM_LIVE_AT + i,
+                           .l_len = 1};
+      if (strncmp(f.proc[i].uuid, uuid, sizeof uuid) != 0 || f.proc[i].pid <= 0 ||
+          fcntl(fd, F_OFD_GETLK, &live) != 0 || live.l_type == F_UNLCK) {
+        continue;
       }
+      out[n].pid = (unsigned int) f.proc[i].pid;
+      out[n++].bytes = f.proc[i].bytes;
     }
   }
   pthread_mutex_unlock(&mem_mu);
   close(fd); /* drops the lock */
+  return n;
+}
+
+/* 1 with *used, 0 without FAKE_GPU_FILE. */
+static int virtual_memory(nvmlDevice_t d, unsigned long long *used) {
+  struct mem_user users[256];
+  int n = memory_users(d, users, 256);
+  if (n < 0) return 0;
+  *used = 0;
+  for (int i = 0; i < n; i++) *used += users[i].bytes;
   return 1;
 }
 
@@ -419,18 +441,31 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 }
 
 /* Device 0 runs two processes; the second does not report its memory. On the virtual GPU: the
- * pids of the window, none reporting its memory. */
+ * processes that hold memory on it (a context at least), each with what it holds
+ * (FAKE_NVML_PROC_MEMORY=unavailable: NVML_VALUE_NOT_AVAILABLE, as some drivers and MPS answer),
+ * and those that ran in the window without a record, not reporting theirs. */
 static nvmlReturn_t processes(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t *infos) {
   if (lost(d)) return NVML_ERROR_GPU_IS_LOST;
   struct gpu_window w;
   if (gpu_window(d, &w)) {
     if (refused()) return refused();
-    if (*n < w.pids) { *n = w.pids; return NVML_ERROR_INSUFFICIENT_SIZE; }
-    *n = w.pids;
-    if (w.pids) memset(infos, 0, w.pids * sizeof *infos);
-    for (unsigned int i = 0; i < w.pids; i++) {
-      infos[i].pid = host_pid(w.pid[i].pid);
-      infos[i].usedGpuMemory = ~0ULL; /* NVML_VALUE_NOT_AVAILABLE */
+    struct mem_user users[256];
+    int held = memory_users(d, users, 256);
+    if (held < 0) held = 0;
+    const char *m = getenv("FAKE_NVML_PROC_MEMORY");
+    int hidden = m && strcmp(m, "unavailable") == 0;
+    unsigned int have = (unsigned int) held;
+    for (unsigned int i = 0; i < w.pids && have < 256; i++) {
+      int known = 0;
+      for (int k = 0; k < held; k++) known |= users[k].pid == w.pid[i].pid;
+      if (!known) users[have].pid = w.pid[i].pid, users[have++].bytes = ~0ULL;
+    }
+    if (*n < have) { *n = have; return NVML_ERROR_INSUFFICIENT_SIZE; }
+    *n = have;
+    if (have) memset(infos, 0, have * sizeof *infos);
+    for (unsigned int i = 0; i < have; i++) {
+      infos[i].pid = host_pid(users[i].pid);
+      infos[i].usedGpuMemory = hidden ? ~0ULL /* NVML_VALUE_NOT_AVAILABLE */ : users[i].bytes;
     }
     return NVML_SUCCESS;
   }

@@ -11,7 +11,8 @@
  *   waiting pod needs); a failed free remembers the address again
  *   stream-ordered pools: what a pool holds counts until the driver says the pool gave it back
  *   synchronisations: the state word, the driver, then the pools asked again (they trim there)
- *   contexts: what the driver took for one, measured around its creation, counts for the pod
+ *   contexts and modules: what the driver holds for the process counts for the pod: its own
+ *   figure by host PID (driver_memory.c), else what one took, measured around its making
  *   cuMemGetInfo: the pod's limit as the total, what it has left as the free
  *   cuDeviceTotalMem: the pod's limit as the device's size
  *   cuInit: the demand and the grant (state.c) before the driver reads CUDA_VISIBLE_DEVICES
@@ -420,6 +421,7 @@ GS_EXPORT CUresult cuInit(unsigned flags) {
 /* The pod's view: its limit is the device's size, and what it has not used the most it can get. */
 static void limited(uint64_t *free_bytes, uint64_t *total) {
   refresh_pools(); /* what this process's pools gave back at a synchronisation is not counted */
+  if (gs_mem_driver_counts()) gs_driver_memory_now();
   uint64_t lim = gs_mem_limit(), used = gs_mem_used();
   if (!lim) return;
   uint64_t left = used < lim ? lim - used : 0;
@@ -476,9 +478,11 @@ GS_EXPORT CUresult cuDeviceTotalMem(unsigned *bytes, CUdevice dev) {
     if (rc_) return rc_;                     \
   } while (0)
 
-/* The count, once more after this process's pools were asked what they still hold (a
- * synchronisation may have trimmed them since they were counted). */
+/* The count, with the driver's figure for this process as it is now (lazily loaded code and the
+ * driver's growth count too), and once more after this process's pools were asked what they still
+ * hold (a synchronisation may have trimmed them since they were counted). */
 static int reserve(uint64_t bytes) {
+  if (gs_mem_driver_counts()) gs_driver_memory_now();
   int rc = gs_mem_reserve(bytes);
   if (rc == GS_CUDA_ERROR_OUT_OF_MEMORY) {
     refresh_pools();
@@ -724,9 +728,10 @@ static void nvml_open(void) {
   nvml_memory_info = memory;
 }
 
-/* The granted GPU's used memory as NVML gives it; 0 when it cannot. */
+/* The granted GPU's used memory as NVML gives it; 0 when it cannot, or when the driver's figure
+ * for this process counts what a context or module takes (driver_memory.c). */
 static int device_used(uint64_t *used) {
-  if (!gs_cfg.active || !gs_grant_known()) return 0;
+  if (!gs_cfg.active || !gs_grant_known() || gs_mem_driver_counts()) return 0;
   pthread_once(&nvml_once, nvml_open);
   nvml_memory m;
   if (!nvml_device || nvml_memory_info(nvml_device, &m) != 0) return 0;
@@ -736,6 +741,7 @@ static int device_used(uint64_t *used) {
 
 static void context_taken(const char *what, void *handle, int measured, uint64_t before) {
   uint64_t key = (uint64_t)(uintptr_t)handle, after;
+  if (gs_driver_memory_now()) return; /* the driver's figure for this process counts it */
   if (!measured || !handle || gs_mem_tracked(key) || !device_used(&after)) return;
   uint64_t bytes = after > before ? after - before : 0;
   if (bytes > CONTEXT_MAX) bytes = CONTEXT_MAX;
@@ -743,8 +749,8 @@ static void context_taken(const char *what, void *handle, int measured, uint64_t
            gs_grant_get()->uuid);
   gs_mem_add_taken(bytes);
   /* a context is counted until it is destroyed (a primary one: its last release, a reset) or the
-   * process ends; a module until its unload */
-  gs_mem_track(key, bytes);
+   * process ends; a module until its unload; or until the driver's figure counts it */
+  gs_mem_track_measured(key, bytes);
 }
 
 #define MEASURED(what, name, params, args, ctx)            \

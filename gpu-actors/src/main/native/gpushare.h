@@ -17,6 +17,7 @@
  *   pod_files.c  the pod's shared files: a private directory per pod (bound to its uid), opened
  *              without following links, each file's header checked
  *   nvml.c     the NVML view: only the granted GPU, utilisation relative to the core limit
+ *   driver_memory.c  what the driver says the process holds (NVML by its host PID), counted
  *
  * Every message starts with "gpushare: " except SPEC §4's exact waiting line.
  */
@@ -179,6 +180,10 @@ void gs_limit_after_fork(void);
  * blocks up to 500 ms: background threads only); _known gives what was last answered at once. */
 int gs_pod_host_pids(unsigned *pids, int max, int *sm_percent);
 int gs_pod_host_pids_known(unsigned *pids, int max, int *sm_percent);
+/* This process's host PID as the member named it (its PID here and its start time among the
+ * member's answer, nsPids and startTimes); 0 while the member has not named it (a process on the
+ * GPU for less than one telemetry sample, an older member). From what was last answered. */
+unsigned gs_self_host_pid(void);
 /* The PIDs NVML names the pod's processes by: the member's list when it has one, else the pod's
  * registered processes' own PIDs; their count (up to max stored). ask: as gs_pod_host_pids. */
 int gs_pod_nvml_pids(unsigned *pids, int max, int ask);
@@ -273,6 +278,25 @@ int gs_mem_untrack_pool(uint64_t address, uint64_t *bytes, uint64_t *pool);
 void gs_mem_add_taken(uint64_t bytes);
 /* Whether an address or handle is remembered. */
 int gs_mem_tracked(uint64_t address);
+/* A context's or module's own memory measured around its making (the GPU's used memory before and
+ * after): counted until the driver's figure for this process is in use (driver_memory.c). */
+void gs_mem_track_measured(uint64_t key, uint64_t bytes);
+/* The driver's figure for this process (NVML's used memory of its host PID on its GPU): what it
+ * holds beyond its counted allocations and pools counts for the pod from now on, and the first
+ * figure gives back what was measured around contexts and modules. */
+void gs_mem_driver_figure(uint64_t driver_bytes);
+/* Whether the driver's figure is in use in this process. */
+int gs_mem_driver_counts(void);
+
+/* ------------------------------------------------------------------ driver_memory.c */
+
+/* After the real cuInit went through under a grant: starts the thread that keeps the driver's
+ * figure for this process current (once a second), when the pod's memory limit is counted. */
+void gs_driver_memory_start(void);
+/* The driver's figure taken now, when it can be (a context or module made, an allocation about to
+ * be refused, the free memory asked): 1 when it was. Never asks the data plane. */
+int gs_driver_memory_now(void);
+void gs_driver_memory_after_fork(void);
 
 /* ------------------------------------------------------------------ pod_files.c */
 

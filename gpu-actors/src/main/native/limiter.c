@@ -205,6 +205,8 @@ static _Atomic int pids_asking;
 static long pids_at_ms = -PIDS_EVERY_MS;
 static int pids_n = -1, pids_sm = -1;
 static unsigned pids_host[LIMIT_PIDS];
+/* how each of those processes knows itself (its own namespace's PID, its start time); -1: unknown */
+static long long pids_ns[LIMIT_PIDS], pids_start[LIMIT_PIDS];
 
 /* No lock held. An answer replaces what was known (a refusal, an older member's 404: -1); no
  * answer in time keeps it, as the PIDs seldom change between two asks. The short timeout bounds
@@ -216,12 +218,19 @@ static void ask_member(void) {
   struct gs_response r;
   int n = -1, sm = -1;
   unsigned got_pids[LIMIT_PIDS];
+  long long ns[LIMIT_PIDS], start[LIMIT_PIDS];
   if (gs_http("GET", path, 500, &r, err, sizeof err) == 0) {
     long long got[LIMIT_PIDS], pct = -1;
     int k = r.status == 200 ? gs_json_longs(r.body, r.len, "hostPids", got, LIMIT_PIDS) : -1;
     if (k >= 0) {
       n = k < LIMIT_PIDS ? k : LIMIT_PIDS;
       for (int i = 0; i < n; i++) got_pids[i] = (unsigned)got[i];
+      /* an older member says nothing of them: unknown */
+      int kn = gs_json_longs(r.body, r.len, "nsPids", ns, LIMIT_PIDS);
+      int ks = gs_json_longs(r.body, r.len, "startTimes", start, LIMIT_PIDS);
+      for (int i = 0; i < n; i++) {
+        if (kn != k || ks != k) ns[i] = start[i] = -1;
+      }
       if (gs_json_long(r.body, r.len, "smPercent", &pct) == 1 && pct >= 0 && pct <= 100)
         sm = (int)pct;
     } else {
@@ -235,8 +244,45 @@ static void ask_member(void) {
   pthread_mutex_lock(&pids_mu);
   pids_n = n;
   pids_sm = sm;
-  for (int i = 0; i < n; i++) pids_host[i] = got_pids[i];
+  for (int i = 0; i < n; i++) {
+    pids_host[i] = got_pids[i];
+    pids_ns[i] = ns[i];
+    pids_start[i] = start[i];
+  }
   pthread_mutex_unlock(&pids_mu);
+}
+
+/* This process's start time in clock ticks after boot (/proc/self/stat, field 22); -1 unknown. */
+static _Atomic long long own_start_cached = -1; /* a forked child starts later: reset there */
+
+static long long own_start(void) {
+  long long t = atomic_load(&own_start_cached);
+  if (t >= 0) return t;
+  char buf[1024];
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  for (int field = 2; p && field < 22; field++) p = strchr(p + 1, ' ');
+  if (!p) return -1;
+  t = strtoll(p + 1, NULL, 10);
+  atomic_store(&own_start_cached, t);
+  return t;
+}
+
+unsigned gs_self_host_pid(void) {
+  long long start = own_start();
+  long long me = (long long)getpid();
+  unsigned host = 0;
+  pthread_mutex_lock(&pids_mu);
+  for (int i = 0; i < pids_n && start >= 0; i++) {
+    if (pids_ns[i] == me && pids_start[i] == start) host = pids_host[i];
+  }
+  pthread_mutex_unlock(&pids_mu);
+  return host;
 }
 
 int gs_pod_host_pids_known(unsigned *pids, int max, int *sm_percent) {
@@ -617,4 +663,5 @@ void gs_limit_after_fork(void) {
   limit_mu = fresh;
   pids_mu = fresh_pids;
   atomic_store(&pids_asking, 0); /* the asker was a thread of the parent */
+  atomic_store(&own_start_cached, -1);
 }

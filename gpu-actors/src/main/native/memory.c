@@ -253,6 +253,8 @@ struct entry {
   uint64_t key; /* 0: empty */
   uint64_t bytes;
   uint64_t pool; /* the stream-ordered pool it came from; 0: none (its bytes are its own count) */
+  int measured;  /* a context's or module's own memory as measured around its making
+                  * (gs_mem_track_measured): given up once the driver's figure counts it */
 };
 
 static pthread_mutex_t map_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -303,12 +305,65 @@ void gs_mem_track_pool(uint64_t address, uint64_t bytes, uint64_t pool) {
     e->key = address;
     e->bytes = bytes;
     e->pool = pool;
+    e->measured = 0;
   }
   pthread_mutex_unlock(&map_mu);
   if (replaced) gs_mem_unreserve(replaced);
 }
 
 void gs_mem_track(uint64_t address, uint64_t bytes) { gs_mem_track_pool(address, bytes, 0); }
+
+/* The driver's own memory for this process beyond what its entries count (contexts, modules,
+ * lazily loaded code, the driver's growth), from the driver's per-process figure. */
+static _Atomic uint64_t driver_extra;
+static _Atomic int driver_counts; /* the driver's figure is in use: nothing is measured around */
+static pthread_mutex_t driver_mu = PTHREAD_MUTEX_INITIALIZER; /* one figure applied at a time */
+
+void gs_mem_track_measured(uint64_t key, uint64_t bytes) {
+  gs_mem_track(key, bytes);
+  pthread_mutex_lock(&map_mu);
+  if (map_cap) {
+    struct entry *e = find(key);
+    if (e->key == key) e->measured = 1;
+  }
+  pthread_mutex_unlock(&map_mu);
+}
+
+int gs_mem_driver_counts(void) { return atomic_load(&driver_counts); }
+
+void gs_mem_driver_figure(uint64_t driver_bytes) {
+  if (!gs_cfg.active) return;
+  pthread_mutex_lock(&driver_mu);
+  uint64_t given_up = 0;
+  if (!atomic_exchange(&driver_counts, 1)) {
+    /* from now on the driver's figure counts contexts and modules: what was measured around
+     * their making is given back (their entries stay, at 0, for their frees) */
+    pthread_mutex_lock(&map_mu);
+    for (size_t i = 0; i < map_cap; i++) {
+      if (map[i].key && map[i].measured) given_up += map[i].bytes, map[i].bytes = 0;
+    }
+    pthread_mutex_unlock(&map_mu);
+    gs_mem_unreserve(given_up);
+  }
+  int i = atomic_load_explicit(&me, memory_order_acquire);
+  if (i < 0) {
+    pthread_mutex_unlock(&driver_mu);
+    return;
+  }
+  uint64_t extra = atomic_load(&driver_extra);
+  uint64_t counted = atomic_load(&pod->slot[i].used);
+  uint64_t own = counted > extra ? counted - extra : 0; /* what the entries and pools count */
+  uint64_t want = driver_bytes > own ? driver_bytes - own : 0;
+  if (want > extra) gs_mem_add_taken(want - extra);
+  else if (want < extra) gs_mem_unreserve(extra - want);
+  atomic_store(&driver_extra, want);
+  pthread_mutex_unlock(&driver_mu);
+  if (given_up) {
+    gs_debug("memory: the driver's figure for this process counts its contexts and modules from "
+             "now (%llu bytes measured around their making given back)",
+             (unsigned long long)given_up);
+  }
+}
 
 int gs_mem_tracked(uint64_t address) {
   if (!gs_cfg.active || address == 0) return 0;
@@ -423,4 +478,7 @@ void gs_pod_after_fork(void) {
   }
   map = NULL;
   map_cap = map_len = 0;
+  atomic_store(&driver_extra, 0);
+  atomic_store(&driver_counts, 0);
+  pthread_mutex_init(&driver_mu, NULL);
 }

@@ -630,6 +630,7 @@ void gs_after_cuinit(int rc) {
   if (device_get && total_mem && device_get(&dev, 0) == 0 && total_mem(&bytes, dev) == 0) {
     gs_mem_set_limit((uint64_t)bytes / 100 * (uint64_t)grant.memory_limit +
                      (uint64_t)bytes % 100 * (uint64_t)grant.memory_limit / 100);
+    gs_driver_memory_start(); /* what the driver says this process holds counts from now */
   } else {
     gs_say("cannot read the memory of GPU %s from the driver: the pod's memory limit is not "
            "counted in this process (the node still watches it)", grant.uuid);
@@ -698,6 +699,7 @@ static void after_fork_child(void) {
   gs_contract_after_fork();
   gs_pod_after_fork();
   gs_limit_after_fork();
+  gs_driver_memory_after_fork();
 }
 
 static void load(void) {

@@ -46,6 +46,14 @@ public interface GpuBackend {
   }
 
   /**
+   * How the process with host PID {@code pid} knows itself (its PID in its own namespace and its
+   * start time), from {@link #processes()}; the simulated backend's scripted processes have none.
+   */
+  default Optional<ProcessPods.Identity> identityOf(long pid) {
+    return processes().identity(pid);
+  }
+
+  /**
    * Ends a process that uses a GPU (SIGKILL), for {@code gpushare.gpu.ungranted-processes = kill}:
    * answers whether it was signalled. On a real node the member sees the GPUs' processes by their
    * host PIDs; it signals one only where that PID names the same process in its own PID namespace

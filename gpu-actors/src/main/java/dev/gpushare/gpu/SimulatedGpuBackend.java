@@ -109,6 +109,11 @@ final class SimulatedGpuBackend implements GpuBackend, ScriptableGpus {
   }
 
   @Override
+  public Optional<dev.gpushare.gpu.proc.ProcessPods.Identity> identityOf(long pid) {
+    return Optional.empty(); // scripted processes are no processes of this machine
+  }
+
+  @Override
   public Optional<String> podUidOf(long pid) {
     for (List<GpuProcess> list : processes.values()) {
       for (GpuProcess p : list) {

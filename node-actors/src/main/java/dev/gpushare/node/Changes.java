@@ -5,6 +5,7 @@ import dev.gpushare.arbiter.PodKey;
 import dev.gpushare.arbiter.Share;
 import dev.gpushare.arbiter.UsageRules;
 import dev.gpushare.gpu.GpuSample;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalInt;
@@ -59,7 +60,8 @@ public final class Changes {
    * One Running pod's use of its GPU (SPEC §7): memory used and its limit in MiB, SM utilisation of
    * the whole GPU and relative to the core limit (null: not reported), processes (-1: the driver
    * lists none), and the host PIDs of those processes (what the pod's library matches NVML's
-   * samples against, data plane {@code GET …/processes}).
+   * samples against, data plane {@code GET …/processes}) with how each process knows itself (its
+   * PID in its own namespace and its start time: how a process of the pod finds its host PID).
    */
   public record PodUsageReport(
       long memoryUsedMiB,
@@ -67,15 +69,21 @@ public final class Changes {
       Integer absoluteUtilization,
       Integer relativeUtilization,
       int processes,
-      List<Long> hostPids)
+      List<Long> hostPids,
+      List<ProcessPods.Identity> identities)
       implements JsonSerializable {
 
     public PodUsageReport {
       hostPids = hostPids == null ? List.of() : List.copyOf(hostPids);
+      identities = identities == null ? List.of() : List.copyOf(identities);
     }
 
     static PodUsageReport of(
-        UsageRules.PodUsage usage, Share limits, GpuSample gpu, List<Long> hostPids) {
+        UsageRules.PodUsage usage,
+        Share limits,
+        GpuSample gpu,
+        List<Long> hostPids,
+        List<ProcessPods.Identity> identities) {
       OptionalInt relative = UsageRules.relative(usage.smPercent(), limits.core());
       return new PodUsageReport(
           usage.memoryUsedMiB(),
@@ -83,7 +91,8 @@ public final class Changes {
           usage.smPercent().isPresent() ? usage.smPercent().getAsInt() : null,
           relative.isPresent() ? relative.getAsInt() : null,
           usage.processes(),
-          hostPids);
+          hostPids,
+          identities);
     }
   }
 }

@@ -245,9 +245,15 @@ final class GpuTelemetry {
         PodKey key = member.key();
         PodUsage usage = usageOf(gpu, key.uid(), s.backend());
         Share limits = member.shared().limits(); // only shared pods hold a share
+        List<Long> hostPids = hostPidsOf(gpu, key.uid(), s.backend());
         reports.put(
             pod,
-            Changes.PodUsageReport.of(usage, limits, gpu, hostPidsOf(gpu, key.uid(), s.backend())));
+            Changes.PodUsageReport.of(
+                usage,
+                limits,
+                gpu,
+                hostPids,
+                hostPids.stream().map(s.backend()::identityOf).flatMap(Optional::stream).toList()));
         if (!book.isSharePoolPod(pod)) {
           continue; // a static pod is pinned for its whole life: shown, never released
         }

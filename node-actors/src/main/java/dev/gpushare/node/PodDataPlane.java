@@ -3,6 +3,7 @@ package dev.gpushare.node;
 import dev.gpushare.arbiter.ArbiterClock;
 import dev.gpushare.arbiter.FieldError;
 import dev.gpushare.arbiter.actor.NodeArbiter;
+import dev.gpushare.gpu.proc.ProcessPods;
 import dev.gpushare.node.ServiceAsks.Placed;
 import dev.gpushare.node.api.ComputeReport;
 import dev.gpushare.node.api.ServiceException;
@@ -127,12 +128,18 @@ final class PodDataPlane {
                     view -> {
                       Changes.PodUsageReport u =
                           view.gpu() == null ? null : fanOut.usage(p.node(), p.key().entityId());
+                      List<ProcessPods.Identity> ids =
+                          u == null || u.identities().size() != u.hostPids().size()
+                              ? List.of()
+                              : u.identities();
                       return new PodProcessesView(
                           view.namespace(),
                           view.name(),
                           view.gpu(),
                           u == null ? List.of() : u.hostPids(),
-                          u == null ? null : u.absoluteUtilization());
+                          u == null ? null : u.absoluteUtilization(),
+                          ids.stream().map(ProcessPods.Identity::nsPid).toList(),
+                          ids.stream().map(ProcessPods.Identity::startTime).toList());
                     }));
   }
 

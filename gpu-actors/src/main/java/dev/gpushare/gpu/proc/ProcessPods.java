@@ -72,4 +72,40 @@ public final class ProcessPods {
     }
     return CgroupParser.parse(content);
   }
+
+  /**
+   * How a process knows itself, for the host PID {@code pid}: its PID in its own (innermost) PID
+   * namespace, the last of {@code NSpid} in {@code <procRoot>/<pid>/status}, and its start time in
+   * clock ticks after boot ({@code <procRoot>/<pid>/stat}, field 22), the same in every namespace.
+   * A process in a pod finds its host PID by the two ({@code getpid()} and its own {@code
+   * /proc/self/stat}). Empty when the process is gone or its files cannot be read.
+   */
+  public Optional<Identity> identity(long pid) {
+    if (pid <= 0) {
+      return Optional.empty();
+    }
+    Path dir = procRoot.resolve(Long.toString(pid));
+    try {
+      long nsPid = -1;
+      for (String line : Files.readAllLines(dir.resolve("status"), StandardCharsets.ISO_8859_1)) {
+        if (line.startsWith("NSpid:")) {
+          String[] ids = line.substring(6).trim().split("\\s+");
+          nsPid = Long.parseLong(ids[ids.length - 1]);
+        }
+      }
+      String stat =
+          new String(Files.readAllBytes(dir.resolve("stat")), StandardCharsets.ISO_8859_1);
+      String[] fields = stat.substring(stat.lastIndexOf(')') + 1).trim().split("\\s+");
+      long started = Long.parseLong(fields[19]);
+      return nsPid > 0 ? Optional.of(new Identity(pid, nsPid, started)) : Optional.empty();
+    } catch (IOException | RuntimeException e) {
+      return Optional.empty();
+    }
+  }
+
+  /**
+   * A process by its host PID, its PID in its own PID namespace, and its start time (clock ticks
+   * after boot).
+   */
+  public record Identity(long hostPid, long nsPid, long startTime) {}
 }

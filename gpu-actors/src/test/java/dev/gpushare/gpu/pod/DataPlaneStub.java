@@ -2,6 +2,7 @@ package dev.gpushare.gpu.pod;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -408,6 +409,7 @@ public final class DataPlaneStub implements AutoCloseable {
     private String computeMode;
     private final List<String> computeReports = new ArrayList<>();
     private List<Long> hostPids = List.of();
+    private List<ProcessPods.Identity> identities = List.of();
     private Integer smPercent;
     private String state = "Hibernation";
     private int requestCore = 50;
@@ -590,6 +592,21 @@ public final class DataPlaneStub implements AutoCloseable {
           () -> {
             this.hostPids = List.copyOf(pids);
             this.smPercent = smPercent;
+            this.identities = List.of();
+          });
+    }
+
+    /**
+     * The member's view with how each process knows itself (its PID in its own namespace, its start
+     * time), as the member reads them in the host's /proc: what lets a process of the pod find its
+     * own host PID.
+     */
+    public StubPod hostProcesses(List<ProcessPods.Identity> processes, Integer smPercent) {
+      return change(
+          () -> {
+            this.hostPids = processes.stream().map(ProcessPods.Identity::hostPid).toList();
+            this.smPercent = smPercent;
+            this.identities = List.copyOf(processes);
           });
     }
 
@@ -603,8 +620,16 @@ public final class DataPlaneStub implements AutoCloseable {
         for (int i = 0; gpu != null && i < hostPids.size(); i++) {
           b.append(i == 0 ? "" : ",").append(hostPids.get(i));
         }
-        b.append("],\"smPercent\":").append(smPercent == null ? "null" : smPercent).append('}');
-        return b.toString();
+        b.append("],\"smPercent\":").append(smPercent == null ? "null" : smPercent);
+        b.append(",\"nsPids\":[");
+        for (int i = 0; gpu != null && i < identities.size(); i++) {
+          b.append(i == 0 ? "" : ",").append(identities.get(i).nsPid());
+        }
+        b.append("],\"startTimes\":[");
+        for (int i = 0; gpu != null && i < identities.size(); i++) {
+          b.append(i == 0 ? "" : ",").append(identities.get(i).startTime());
+        }
+        return b.append("]}").toString();
       }
     }
 

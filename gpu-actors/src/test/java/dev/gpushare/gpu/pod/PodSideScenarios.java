@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.gpu.pod.DataPlaneStub.StubPod;
+import dev.gpushare.gpu.proc.ProcessPods;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -366,6 +367,48 @@ abstract class PodSideScenarios {
       assertTrue(p.stdout().contains("alloc:450000000 -> 2"), p.transcript());
       assertTrue(hasLine(p, "alloc:400000000 -> 0"), p.transcript());
     }
+  }
+
+  /**
+   * Once the member names the process (its host PID, found by its own PID and start time), the
+   * pod's count is what the driver says the process holds: lazily loaded code, which its first
+   * launch takes and no call returns (200 MB here), counts against the limit as its context does
+   * (100 MB), and nothing measured around the context's making is counted twice.
+   */
+  @Test
+  void theDriversOwnFigureForTheProcessCountsWhatNoCallReturns() throws Exception {
+    a.grantOnDemand(0);
+    try (PodProcess p =
+        workload(a, "init", "ctx", "launch", "meminfo", "stdin", "alloc:250000000")
+            .args("alloc:150000000", "meminfo", "exit:0")
+            .env("FAKE_GPU_FILE", stub.dir().resolve("virtual-gpu").toString())
+            .env("FAKE_CUDA_CONTEXT_BYTES", "100000000")
+            .env("FAKE_CUDA_LAZY_BYTES", "200000000")
+            .env("FAKE_NVML_UUIDS", String.join(",", uuids(4)))
+            .debug()
+            .start()) {
+      p.awaitStdout(Pattern.compile("^meminfo -> 0 "), T);
+      // before the member names it: the context measured around its making, the lazy code unseen
+      assertEquals("meminfo -> 0 400000000 500000000", lines(p, "meminfo").get(0), p.transcript());
+      ProcessPods.Identity self =
+          new ProcessPods().identity(p.pid()).orElseThrow(() -> new AssertionError(p.pid()));
+      a.hostProcesses(List.of(self), null);
+      p.awaitStderr(
+          Pattern.compile(
+              "^gpushare: debug: memory: the driver's figure for this process \\(host pid "
+                  + p.pid()
+                  + ": 300000000 bytes\\) counts from now$"),
+          T);
+      p.send("go");
+      assertEquals(0, p.awaitExit(T), p.transcript());
+      assertTrue(hasLine(p, "alloc:250000000 -> 2"), p.transcript()); // 100 + 200 + 250 > 500
+      assertTrue(hasLine(p, "alloc:150000000 -> 0"), p.transcript());
+      assertEquals("meminfo -> 0 50000000 500000000", lines(p, "meminfo").get(1), p.transcript());
+    }
+  }
+
+  private static List<String> lines(PodProcess p, String start) {
+    return p.stdout().stream().filter(l -> l.startsWith(start)).toList();
   }
 
   @Test

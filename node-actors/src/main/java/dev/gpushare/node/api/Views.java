@@ -262,10 +262,24 @@ public final class Views {
    * The pod's processes on its GPU as the member's latest telemetry saw them (data plane {@code GET
    * …/processes}): their host PIDs (NVML names processes by host PIDs; a container's own PIDs are
    * another namespace's), the pod's SM utilisation of the whole GPU (null when not reported), and
-   * the GPU ({@code null}, with no PIDs, while the pod holds none).
+   * the GPU ({@code null}, with no PIDs, while the pod holds none). {@code nsPids[i]} and {@code
+   * startTimes[i]} say how the process {@code hostPids[i]} knows itself (its PID in its own PID
+   * namespace, its start time in clock ticks after boot), where the member could read them: how a
+   * process of the pod finds its own host PID (empty where the member cannot say).
    */
   public record PodProcessesView(
-      String namespace, String name, GpuRef gpu, List<Long> hostPids, Integer smPercent) {}
+      String namespace,
+      String name,
+      GpuRef gpu,
+      List<Long> hostPids,
+      Integer smPercent,
+      List<Long> nsPids,
+      List<Long> startTimes) {
+    public PodProcessesView(
+        String namespace, String name, GpuRef gpu, List<Long> hostPids, Integer smPercent) {
+      this(namespace, name, gpu, hostPids, smPercent, List.of(), List.of());
+    }
+  }
 
   /** {@code {"now":"…","manual":true}}. */
   public record ClockView(Instant now, boolean manual) {}
