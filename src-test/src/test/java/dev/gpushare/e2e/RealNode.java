@@ -579,11 +579,11 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
       }
     }
     processes.clear();
-    failed.addAll(host.restore(dir));
     var del = NodeImages.run(List.of("ip", "netns", "delete", netns), null);
     if (del.status() != 0 && Files.exists(Path.of("/run/netns", netns))) {
       failed.add("ip netns delete " + netns + ": " + del.out());
     }
+    failed.addAll(host.restore(dir));
     keepLogs();
     KubeControlPlane.deleteTree(dir);
     if (hook != null && Thread.currentThread() != hook) {

@@ -66,7 +66,7 @@ class RealNodeTest {
 
   @Test
   @Order(1)
-  void theNodeIsReadyWithItsGpus() {
+  void theNodeIsReadyWithItsGpus() throws IOException {
     KubeControlPlane kube = KUBE.get();
     RealNode node = NODE.get();
     Node n = kube.admin().nodes().withName(node.name()).get();
@@ -87,6 +87,12 @@ class RealNodeTest {
             .ok()
             .out();
     assertEquals("node/" + node.name(), listed.strip());
+    // The fake driver's kernel answers a caller its host PID (here: this JVM's).
+    try (var c = java.nio.channels.SocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+      c.connect(java.net.UnixDomainSocketAddress.of(node.dir().resolve("fake-gpu/kernel.sock")));
+      String answer = new String(java.nio.channels.Channels.newInputStream(c).readAllBytes());
+      assertEquals(ProcessHandle.current().pid() + "\n", answer);
+    }
   }
 
   @Test
