@@ -625,6 +625,17 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
           }
         }
       }
+      // The containers' logs, as the kubelet wrote them (pod-logs/<ns>_<pod>_<uid>/<c>/<n>.log).
+      Path pods = dir.resolve("pod-logs");
+      if (Files.isDirectory(pods)) {
+        try (var walk = Files.walk(pods)) {
+          for (Path f : walk.filter(Files::isRegularFile).toList()) {
+            Path to = logs.resolve("pods").resolve(pods.relativize(f).toString());
+            Files.createDirectories(to.getParent());
+            Files.copy(f, to, StandardCopyOption.REPLACE_EXISTING);
+          }
+        }
+      }
     } catch (IOException e) {
       // the logs are a convenience
     }
