@@ -32,9 +32,9 @@ final class NodeHost {
       List.of("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops");
 
   /**
-   * Paths the node writes whatever its configuration: the kubelet's device-plugin socket and
-   * container log links (hard-coded), containerd's shim sockets and runc state, the CNI plugins'
-   * cache, {@code ip netns}' folder, and the DaemonSet's hostPath {@code /run/gpushare/data-plane}.
+   * Paths the node may write whatever its configuration: the kubelet's device-plugin socket and
+   * container log links (hard-coded), containerd's defaults, the CNI plugins' cache, and the
+   * DaemonSet's hostPath {@code /run/gpushare/data-plane}.
    */
   static final List<Path> PATHS =
       List.of(
@@ -45,8 +45,13 @@ final class NodeHost {
           Path.of("/var/lib/containerd"),
           Path.of("/opt/containerd"),
           Path.of("/var/lib/cni"),
-          Path.of("/run/netns"),
           Path.of("/run/gpushare"));
+
+  /**
+   * {@code ip netns}' folder: the node's namespace in it is deleted by name ({@link RealNode});
+   * others' namespaces made meanwhile are left alone, and the folder goes only if the node made it.
+   */
+  static final Path NETNS = Path.of("/run/netns");
 
   static final Path CGROUPS = Path.of("/sys/fs/cgroup");
   static final List<String> CGROUP_NAMES = List.of("kubepods", "k8s.io");
@@ -58,6 +63,7 @@ final class NodeHost {
   private final Map<Path, Set<Path>> before = new LinkedHashMap<>();
   private final Set<Path> cgroupsBefore = new HashSet<>();
   private final Set<String> mountsBefore = new HashSet<>();
+  private boolean netnsBefore;
 
   private NodeHost(Path lockPath, FileChannel lockFile, FileLock lock) {
     this.lockPath = lockPath;
@@ -90,6 +96,7 @@ final class NodeHost {
     }
     host.cgroupsBefore.addAll(cgroups());
     host.mountsBefore.addAll(mountsUnder(PATHS));
+    host.netnsBefore = Files.exists(NETNS);
     return host;
   }
 
@@ -126,6 +133,17 @@ final class NodeHost {
                     failed.add("cannot remove " + p + ": " + x);
                   }
                 });
+      }
+      if (!netnsBefore && Files.isDirectory(NETNS) && tree(NETNS).size() == 1) {
+        // ip netns made it a mount of its own: unmounted and removed, as it was not there.
+        if (mountsUnder(List.of(NETNS)).contains(NETNS.toString())) {
+          NodeImages.run(List.of("umount", NETNS.toString()), null);
+        }
+        try {
+          Files.deleteIfExists(NETNS);
+        } catch (IOException x) {
+          failed.add("cannot remove " + NETNS + ": " + x);
+        }
       }
       for (Path cg : cgroups()) {
         if (!cgroupsBefore.contains(cg)) {
