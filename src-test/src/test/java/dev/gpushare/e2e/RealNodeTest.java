@@ -292,6 +292,80 @@ class RealNodeTest {
         node);
   }
 
+  @Test
+  @Order(4)
+  void aSharingPodGetsThePodSideAndItsCudaProgramRunsOnItsGrant() throws Exception {
+    KubeControlPlane kube = KUBE.get();
+    RealNode node = NODE.get();
+    var kubectl = kube.kubectl();
+    // A share-pool pod as users write it (small requests: this node has 2 cores); the webhook
+    // completes it, the scheduler places it on the node, the init container gpushare-lib (the
+    // member's image) installs the library, and the runtime gives it the fake CUDA driver.
+    kubectl
+        .runWithInput(
+            """
+            apiVersion: v1
+            kind: Pod
+            metadata:
+              name: share-a
+              namespace: default
+              labels:
+                alibabacloud.com/compute-class: gpu-hpn
+                alibabacloud.com/gpu-share-policy: share-pool
+            spec:
+              restartPolicy: Never
+              terminationGracePeriodSeconds: 1
+              containers:
+              - name: main
+                image: %s
+                imagePullPolicy: IfNotPresent
+                command: [/bin/sh, -c, 'workload init ctx uuid alloc:1000000 launch sync exit:0; sleep 3600']
+                resources:
+                  requests:
+                    cpu: 10m
+                    memory: 32Mi
+                    alibabacloud.com/gpu-core.percentage: 10
+                    alibabacloud.com/gpu-memory.percentage: 10
+                  limits:
+                    memory: 64Mi
+                    alibabacloud.com/gpu-core.percentage: 50
+                    alibabacloud.com/gpu-memory.percentage: 50
+            """
+                .formatted(NodeImages.STRESS),
+            "apply",
+            "-f",
+            "-")
+        .ok();
+    String log =
+        eventually(
+            "the sharing pod's CUDA program runs on its grant",
+            () -> {
+              var r = kubectl.run("logs", "share-a", "-c", "main");
+              assertTrue(r.out().contains("sync -> 0"), r::toString);
+              return r.out();
+            },
+            node);
+    assertTrue(lines(log).contains("init -> 0"), log);
+    assertTrue(log.lines().noneMatch(l -> l.startsWith("gpushare: ")), log);
+    // The member granted it one of the node's GPUs, and wrote it into the pod (SPEC §7).
+    String uuid =
+        eventually(
+            "the pod's granted GPU in its annotations",
+            () -> {
+              Pod pod = kube.admin().pods().inNamespace("default").withName("share-a").get();
+              assertEquals(node.name(), pod.getSpec().getNodeName());
+              String u = pod.getMetadata().getAnnotations().get("gpushare.dev/gpu-uuid");
+              assertTrue(
+                  u != null && node.gpus().contains(u),
+                  () -> "annotations " + pod.getMetadata().getAnnotations());
+              return u;
+            },
+            node);
+    assertTrue(log.contains("uuid -> 0 " + uuid), () -> "the program sees its grant:\n" + log);
+    System.out.println("RealNodeTest: share-a on " + uuid + ":\n" + log);
+    kubectl.run("delete", "pod", "share-a", "--wait=true", "--timeout=60s").ok();
+  }
+
   private static Pod awaitMember(KubeControlPlane kube, RealNode node) {
     long deadline = System.nanoTime() + MEMBER_AWAIT.toNanos();
     String last = "no member pod";
