@@ -942,47 +942,6 @@ final class KubeControlPlane implements AutoCloseable {
           name + ".crt");
     }
 
-    /**
-     * A client certificate {@code name}.crt and key {@code name}.key in {@code dir}, signed by the
-     * cluster CA in {@code pki} ({@link #write}): e.g. a kubelet's, {@code
-     * /O=system:nodes/CN=system:node:NAME} as kubeadm issues it.
-     */
-    static void client(Path pki, Path dir, String name, String subject) throws IOException {
-      openssl(
-          dir,
-          "genpkey",
-          "-algorithm",
-          "RSA",
-          "-pkeyopt",
-          "rsa_keygen_bits:2048",
-          "-out",
-          name + ".key");
-      openssl(dir, "req", "-new", "-key", name + ".key", "-subj", subject, "-out", name + ".csr");
-      Files.writeString(
-          dir.resolve(name + ".ext"),
-          "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-              + "extendedKeyUsage=clientAuth\n");
-      openssl(
-          dir,
-          "x509",
-          "-req",
-          "-sha256",
-          "-days",
-          "30",
-          "-in",
-          name + ".csr",
-          "-CA",
-          pki.resolve("ca.crt").toString(),
-          "-CAkey",
-          pki.resolve("ca.key").toString(),
-          "-set_serial",
-          "0x" + Long.toHexString(System.nanoTime()),
-          "-extfile",
-          name + ".ext",
-          "-out",
-          name + ".crt");
-    }
-
     /** A CA in {@code dir}: tls.key (PKCS#8), tls.crt, and ca.crt (the same certificate). */
     static void ca(Path dir, String cn) throws IOException {
       openssl(

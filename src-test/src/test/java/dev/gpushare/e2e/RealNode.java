@@ -259,65 +259,7 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
   }
 
   private void startContainerd(Path runtime) throws IOException {
-    Path cni = Files.createDirectories(dir.resolve("cni/net.d"));
-    Files.writeString(
-        cni.resolve("10-gpushare-e2e.conflist"),
-        """
-        {"cniVersion": "1.0.0", "name": "gpushare-e2e", "plugins": [{
-          "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-          "hairpinMode": true,
-          "ipam": {"type": "host-local", "ranges": [[{"subnet": "%s"}]],
-                   "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "%s"}}]}
-        """
-            .formatted(POD_CIDR, dir.resolve("cni/ipam")));
-    Path c = Files.createDirectories(dir.resolve("containerd"));
-    Path config =
-        Files.writeString(
-            c.resolve("config.toml"),
-            """
-            version = 4
-            root = "%1$s/root"
-            state = "%1$s/state"
-            temp = "%1$s/tmp"
-            imports = []
-            disabled_plugins = ["io.containerd.nri.v1.nri"]
-            [plugins]
-              [plugins.'io.containerd.server.v1.grpc']
-                address = "%1$s/containerd.sock"
-              [plugins.'io.containerd.server.v1.ttrpc']
-                address = "%1$s/containerd.sock.ttrpc"
-              [plugins.'io.containerd.server.v1.debug']
-                address = "%1$s/debug.sock"
-              [plugins.'io.containerd.shim.v1.manager']
-                socket_dir = "%1$s/s"
-              [plugins.'io.containerd.internal.v1.opt']
-                path = "%1$s/opt"
-              [plugins.'io.containerd.image-verifier.v1.bindir']
-                bin_dir = "%1$s/image-verifier"
-              [plugins.'io.containerd.cri.v1.images']
-                snapshotter = 'overlayfs'
-                [plugins.'io.containerd.cri.v1.images'.pinned_images]
-                  sandbox = '%2$s'
-              [plugins.'io.containerd.cri.v1.runtime']
-                restrict_oom_score_adj = true
-                netns_mounts_under_state_dir = true
-                cdi_spec_dirs = []
-                [plugins.'io.containerd.cri.v1.runtime'.containerd]
-                  default_runtime_name = 'runc'
-                  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-                    runtime_type = 'io.containerd.runc.v2'
-                    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-                      BinaryName = '%3$s'
-                      Root = "%1$s/runc"
-                      SystemdCgroup = false
-                [plugins.'io.containerd.cri.v1.runtime'.cni]
-                  bin_dirs = ['%4$s']
-                  conf_dir = '%5$s'
-                  max_conf_num = 1
-              [plugins.'io.containerd.grpc.v1.cri']
-                stream_server_address = '127.0.0.1'
-            """
-                .formatted(c, NodeImages.PAUSE, runtime, bin.resolve("cni"), cni));
+    Path config = NodeConfig.containerd(dir, bin, runtime);
     Process p =
         launch(
             "containerd",
@@ -356,54 +298,8 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
   }
 
   private void startKubelet() throws IOException {
-    Path pki = Files.createDirectories(dir.resolve("kubelet-client"));
-    KubeControlPlane.Pki.client(
-        plane.dir().resolve("pki"),
-        pki,
-        "kubelet",
-        "/O=system:nodes/CN=system:node:" + options.name());
-    Path kubeconfig =
-        plane.certificateKubeconfig(
-            "kubelet-" + options.name(), pki.resolve("kubelet.crt"), pki.resolve("kubelet.key"));
-    String socket = "unix://" + dir.resolve("containerd/containerd.sock");
-    Path config =
-        Files.writeString(
-            dir.resolve("kubelet.yaml"),
-            """
-            apiVersion: kubelet.config.k8s.io/v1beta1
-            kind: KubeletConfiguration
-            failCgroupV1: false
-            cgroupDriver: cgroupfs
-            cgroupsPerQOS: true
-            enforceNodeAllocatable: [pods]
-            containerRuntimeEndpoint: %1$s
-            imageServiceEndpoint: %1$s
-            failSwapOn: false
-            makeIPTablesUtilChains: false
-            readOnlyPort: 0
-            address: %2$s
-            port: 10250
-            healthzBindAddress: 127.0.0.1
-            podLogsDir: %3$s
-            volumePluginDir: %4$s
-            evictionHard: {memory.available: 1Mi, nodefs.available: 1%%, imagefs.available: 1%%,
-              nodefs.inodesFree: 1%%, imagefs.inodesFree: 1%%}
-            imageGCHighThresholdPercent: 100
-            imageGCLowThresholdPercent: 99
-            serializeImagePulls: false
-            maxPods: 30
-            authentication:
-              anonymous: {enabled: false}
-              webhook: {enabled: true}
-              x509: {clientCAFile: %5$s}
-            authorization: {mode: Webhook}
-            """
-                .formatted(
-                    socket,
-                    NODE_IP,
-                    dir.resolve("pod-logs"),
-                    dir.resolve("volume-plugins"),
-                    plane.caCertificate()));
+    Path kubeconfig = NodeConfig.kubeconfig(plane, dir, options.name());
+    Path config = NodeConfig.kubelet(plane, dir);
     StringBuilder labels = new StringBuilder("alibabacloud.com/node-type=reserved");
     if (options.policy() != null) {
       labels.append(",alibabacloud.com/gpu-share-policy=").append(options.policy());
