@@ -38,17 +38,36 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * #tcpPort()}). Nothing is rewritten: the TLS inside the tunnel is end to end, so the caller checks
  * the server's certificate against the Service's name exactly as in a cluster. Every {@code
  * CONNECT} is recorded ({@link #connects()}).
+ *
+ * <p>Where a real node is attached ({@link #attach}, {@link RealNode}), its pods are real: a
+ * Service without a loopback route goes to a ready endpoint of its EndpointSlices (the pod's IP and
+ * port, as kube-proxy would send it), and an address of the node's own (the kubelet's, a pod's) is
+ * dialled as it is — both through the node's network ({@link NodeNetwork#dial}).
  */
 final class ClusterNetwork implements AutoCloseable {
 
-  /** One {@code CONNECT}: the target asked for, and the loopback port it went to (0: refused). */
-  record Connect(String target, String service, int loopbackPort, String refusal) {}
+  /**
+   * One {@code CONNECT}: the target asked for, and the loopback port it went to (0: refused, or a
+   * node's address: {@code endpoint} then says which).
+   */
+  record Connect(
+      String target, String service, int loopbackPort, String endpoint, String refusal) {}
+
+  /** A node's network, where its kubelet and pods are reached (a network namespace of its own). */
+  interface NodeNetwork {
+    /** Whether {@code ip} is the node's or one of its pods'. */
+    boolean owns(String ip);
+
+    /** A connection to {@code ip:port} inside the node's network. */
+    SocketChannel dial(String ip, int port) throws IOException;
+  }
 
   private volatile KubernetesClient admin;
   private final Path socket;
   private final ServerSocketChannel unix;
   private final ServerSocketChannel tcp;
   private final Map<String, Integer> routes = new ConcurrentHashMap<>();
+  private final List<NodeNetwork> nodes = new CopyOnWriteArrayList<>();
   private final List<Connect> connects = new CopyOnWriteArrayList<>();
   private final List<SocketChannel> open = new CopyOnWriteArrayList<>();
   private volatile boolean closed;
@@ -91,6 +110,15 @@ final class ClusterNetwork implements AutoCloseable {
    */
   void route(String namespace, String service, String targetPort, int loopbackPort) {
     routes.put(key(namespace, service, targetPort), loopbackPort);
+  }
+
+  /** Connections to {@code node}'s addresses, and to Services' endpoints there, go through it. */
+  void attach(NodeNetwork node) {
+    nodes.add(node);
+  }
+
+  void detach(NodeNetwork node) {
+    nodes.remove(node);
   }
 
   /** Every {@code CONNECT} so far, in order. */
@@ -157,13 +185,27 @@ final class ClusterNetwork implements AutoCloseable {
       }
       String target = request[1];
       Resolution r = resolve(target);
-      connects.add(new Connect(target, r.service, r.port, r.refusal));
+      connects.add(
+          new Connect(
+              target,
+              r.service,
+              r.node == null ? r.port : 0,
+              r.node == null ? null : r.ip + ":" + r.port,
+              r.refusal));
       if (r.port == 0) {
         reply(client, "502 Bad Gateway", r.refusal);
         return;
       }
-      upstream =
-          SocketChannel.open(new InetSocketAddress(InetAddress.getLoopbackAddress(), r.port));
+      try {
+        upstream =
+            r.node != null
+                ? r.node.dial(r.ip, r.port)
+                : SocketChannel.open(
+                    new InetSocketAddress(InetAddress.getLoopbackAddress(), r.port));
+      } catch (IOException e) {
+        reply(client, "502 Bad Gateway", "cannot reach " + r.ip + ":" + r.port + ": " + e);
+        return;
+      }
       open.add(upstream);
       client.write(
           ByteBuffer.wrap(
@@ -186,13 +228,29 @@ final class ClusterNetwork implements AutoCloseable {
     }
   }
 
-  private record Resolution(String service, int port, String refusal) {}
+  /** Where a connection goes: a loopback port ({@code node} null), or {@code ip:port} on a node. */
+  private record Resolution(String service, int port, NodeNetwork node, String ip, String refusal) {
+    Resolution(String service, int port, String refusal) {
+      this(service, port, null, null, refusal);
+    }
+  }
 
   /** {@code host:port} to the loopback port of the Service's target, or why not. */
   private Resolution resolve(String target) {
     int colon = target.lastIndexOf(':');
     if (colon < 0) {
       return new Resolution("", 0, "no port in " + target);
+    }
+    String bare = target.substring(0, colon).replace("[", "").replace("]", "");
+    for (NodeNetwork node : nodes) {
+      if (node.owns(bare)) {
+        try {
+          return new Resolution(
+              "", Integer.parseInt(target.substring(colon + 1)), node, bare, null);
+        } catch (NumberFormatException e) {
+          return new Resolution("", 0, "bad port in " + target);
+        }
+      }
     }
     String host = target.substring(0, colon);
     int port;
@@ -218,12 +276,61 @@ final class ClusterNetwork implements AutoCloseable {
               : tp.getStrVal() != null ? tp.getStrVal() : Integer.toString(tp.getIntVal());
       Integer loopback =
           routes.get(key(s.getMetadata().getNamespace(), s.getMetadata().getName(), targetPort));
+      if (loopback == null && !nodes.isEmpty()) {
+        return endpoint(s, p, name);
+      }
       if (loopback == null) {
         return new Resolution(name, 0, "no endpoint for " + name + " targetPort " + targetPort);
       }
       return new Resolution(name, loopback, null);
     }
     return new Resolution(name, 0, "Service " + name + " has no port " + port);
+  }
+
+  /**
+   * A ready endpoint of Service {@code s}'s port {@code port} on an attached node, from its
+   * EndpointSlices (the endpoint slice controller's, as kube-proxy reads them).
+   */
+  private Resolution endpoint(Service s, ServicePort port, String name) {
+    KubernetesClient admin = this.admin;
+    var slices =
+        admin
+            .discovery()
+            .v1()
+            .endpointSlices()
+            .inNamespace(s.getMetadata().getNamespace())
+            .withLabel("kubernetes.io/service-name", s.getMetadata().getName())
+            .list()
+            .getItems();
+    for (var slice : slices) {
+      Integer number = null;
+      for (var p :
+          slice.getPorts() == null
+              ? List.<io.fabric8.kubernetes.api.model.discovery.v1.EndpointPort>of()
+              : slice.getPorts()) {
+        if (java.util.Objects.equals(p.getName(), port.getName()) || slice.getPorts().size() == 1) {
+          number = p.getPort();
+        }
+      }
+      if (number == null || slice.getEndpoints() == null) {
+        continue;
+      }
+      for (var e : slice.getEndpoints()) {
+        boolean ready =
+            e.getConditions() == null || !Boolean.FALSE.equals(e.getConditions().getReady());
+        if (!ready) {
+          continue;
+        }
+        for (String ip : e.getAddresses()) {
+          for (NodeNetwork node : nodes) {
+            if (node.owns(ip)) {
+              return new Resolution(name, number, node, ip, null);
+            }
+          }
+        }
+      }
+    }
+    return new Resolution(name, 0, "no ready endpoint for " + name + " port " + port.getPort());
   }
 
   /** A Service by cluster IP, or by {@code name.namespace.svc[.cluster.local]}. */

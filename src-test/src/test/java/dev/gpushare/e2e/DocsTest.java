@@ -95,9 +95,11 @@ class DocsTest {
               "kubectl get pod gpu-share-demo -o jsonpath='{.metadata.annotations}{\"\\n\"}{.status.conditions}{\"\\n\"}'",
               "kubectl get events -A --field-selector reason=GPUSharePreempted -w",
               "kubectl describe pod gpu-share-demo"),
-          // src-test/kube/README.md: .ci/run builds the control plane; the tests ask with --check
+          // src-test/kube/README.md: .ci/run's Maven build runs build.sh before src-test's tests
+          // (src-test/pom.xml); the tests ask with --check
           listed(".ci/run", "bash src-test/kube/build.sh"),
           listed("KubeManifestsTest", "bash src-test/kube/build.sh --check"),
+          listed("RealNodeTest", "bash src-test/kube/build.sh --node --check"),
           // src-test/BENCHMARKS.md "A real API server at scale": the benchmark itself
           listed(
               "KubeScaleBenchmark",

@@ -70,25 +70,36 @@ final class KubeControlPlane implements AutoCloseable {
       boolean scheduler,
       Path schedulerConfig,
       boolean controllerManager,
-      List<String> apiServerFlags) {
+      List<String> apiServerFlags,
+      boolean nodeLifecycle) {
     static Options apiServerOnly() {
-      return new Options(false, null, false, List.of());
+      return new Options(false, null, false, List.of(), false);
     }
 
     Options withControllerManager() {
-      return new Options(scheduler, schedulerConfig, true, apiServerFlags);
+      return new Options(scheduler, schedulerConfig, true, apiServerFlags, nodeLifecycle);
+    }
+
+    /**
+     * kube-controller-manager with the node lifecycle and taint eviction controllers on: for a real
+     * node ({@link RealNode}), whose kubelet heartbeats, so that its not-ready taint goes once it
+     * is Ready.
+     */
+    Options withNodeLifecycle() {
+      return new Options(scheduler, schedulerConfig, true, apiServerFlags, true);
     }
 
     /** kube-scheduler with {@code config} (a KubeSchedulerConfiguration; null: its defaults). */
     Options withScheduler(Path config) {
-      return new Options(true, config, controllerManager, apiServerFlags);
+      return new Options(true, config, controllerManager, apiServerFlags, nodeLifecycle);
     }
 
     /** {@code flags} after the API server's own (a flag given twice: the last one counts). */
     Options withApiServerFlags(String... flags) {
       List<String> all = new ArrayList<>(apiServerFlags);
       all.addAll(List.of(flags));
-      return new Options(scheduler, schedulerConfig, controllerManager, List.copyOf(all));
+      return new Options(
+          scheduler, schedulerConfig, controllerManager, List.copyOf(all), nodeLifecycle);
     }
   }
 
@@ -108,27 +119,29 @@ final class KubeControlPlane implements AutoCloseable {
   // ---------------------------------------------------------------- the binaries
 
   /**
-   * The folder with etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and
-   * kwok: built by {@code src-test/kube/build.sh} (cached outside target/, so this costs seconds
-   * once built; the first build takes about 15 minutes). Skips the calling test when there is no Go
-   * to build them with.
+   * The folder with etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl:
+   * built by {@code src-test/kube/build.sh}, which the Maven build runs before the tests (phase
+   * process-test-classes; cached outside target/, so a rerun costs seconds, the first build about
+   * 15 minutes). Nothing is built here ({@code --check}): a test never builds Go inside its
+   * timeout. Skips the calling test when there is no Go to build them with; fails it when they are
+   * not built.
    */
   static synchronized Path binaries() {
     if (binaries != null) {
       return binaries;
     }
-    Path script = repositoryRoot().resolve("src-test/kube/build.sh");
-    // --check answers at once when the binaries are there (the usual case: .ci/run built them);
-    // otherwise build them now, which on a fresh machine takes a quarter of an hour.
-    BuildResult check = runBuild(script, "--check");
-    BuildResult result = check.status() == 3 ? runBuild(script) : check;
+    BuildResult result = runBuild(repositoryRoot().resolve("src-test/kube/build.sh"), "--check");
     assumeTrue(
         result.status() != 2,
         "no Go on PATH: the real Kubernetes control plane is built from Go modules"
             + " (src-test/kube/README.md); install Go 1.26 (.ci/run needs it) to run this test");
     if (result.status() != 0) {
       throw new AssertionError(
-          "src-test/kube/build.sh failed (exit " + result.status() + "):\n" + result.err());
+          "src-test/kube/build.sh --check (exit "
+              + result.status()
+              + "): the Maven build runs build.sh before the tests; outside it run"
+              + " `bash src-test/kube/build.sh` first:\n"
+              + result.err());
     }
     binaries = Path.of(result.out());
     return binaries;
@@ -160,9 +173,9 @@ final class KubeControlPlane implements AutoCloseable {
     return Path.of(result.out(), "kwok");
   }
 
-  private record BuildResult(int status, String out, String err) {}
+  record BuildResult(int status, String out, String err) {}
 
-  private static BuildResult runBuild(Path script, String... args) {
+  static BuildResult runBuild(Path script, String... args) {
     try {
       Path out = Files.createTempFile("kube-build", ".out");
       Path err = Files.createTempFile("kube-build", ".err");
@@ -300,6 +313,10 @@ final class KubeControlPlane implements AutoCloseable {
               "--tls-cert-file=" + pki.resolve("apiserver.crt"),
               "--tls-private-key-file=" + pki.resolve("apiserver.key"),
               "--client-ca-file=" + pki.resolve("ca.crt"),
+              // What the API server shows a kubelet (logs, exec), as kubeadm lays it out.
+              "--kubelet-client-certificate=" + pki.resolve("apiserver-kubelet-client.crt"),
+              "--kubelet-client-key=" + pki.resolve("apiserver-kubelet-client.key"),
+              "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
               "--authorization-mode=Node,RBAC",
               "--service-account-issuer=" + ISSUER,
               "--service-account-key-file=" + pki.resolve("sa.pub"),
@@ -336,10 +353,13 @@ final class KubeControlPlane implements AutoCloseable {
                 "--service-account-private-key-file=" + pki.resolve("sa.key"),
                 "--root-ca-file=" + pki.resolve("ca.crt"),
                 "--service-cluster-ip-range=" + SERVICE_CIDR,
-                // No kubelet heartbeats here: the node lifecycle controller would taint every
-                // node unreachable and evict its pods; no cloud for IPAM.
-                "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,"
-                    + "-taint-eviction-controller",
+                // No kubelet heartbeats here (unless a real node runs): the node lifecycle
+                // controller would taint every node unreachable and evict its pods; no cloud for
+                // IPAM.
+                options.nodeLifecycle()
+                    ? "--controllers=*,-node-ipam-controller"
+                    : "--controllers=*,-node-lifecycle-controller,-node-ipam-controller,"
+                        + "-taint-eviction-controller",
                 "--v=1"),
             Map.of());
       }
@@ -502,6 +522,28 @@ final class KubeControlPlane implements AutoCloseable {
     TokenRequest answer =
         admin.serviceAccounts().inNamespace(namespace).withName(name).tokenRequest(request);
     return answer.getStatus().getToken();
+  }
+
+  /**
+   * A kubeconfig that authenticates with the client certificate {@code crt} and its {@code key}.
+   */
+  Path certificateKubeconfig(String name, Path crt, Path key) {
+    try {
+      return kubeconfig(
+          name,
+          "    client-certificate-data: "
+              + base64(crt)
+              + "\n    client-key-data: "
+              + base64(key)
+              + "\n");
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** The API server's port on 127.0.0.1. */
+  int apiPort() {
+    return apiPort;
   }
 
   /** A kubeconfig that authenticates with {@code token} (no client certificate). */
@@ -840,6 +882,11 @@ final class KubeControlPlane implements AutoCloseable {
               + "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,"
               + "DNS:kubernetes.default.svc.cluster.local");
       sign(pki, "admin", "/O=system:masters/CN=kubernetes-admin", "extendedKeyUsage=clientAuth");
+      sign(
+          pki,
+          "apiserver-kubelet-client",
+          "/O=system:masters/CN=kube-apiserver-kubelet-client",
+          "extendedKeyUsage=clientAuth");
       sign(pki, "scheduler", "/CN=system:kube-scheduler", "extendedKeyUsage=clientAuth");
       sign(
           pki,
