@@ -4,6 +4,8 @@
 # create Secrets in gpushare-system and to patch the two webhook configurations.
 #
 #   deploy/bootstrap-tls.sh            # first install, and again to renew the serving certificate
+#   deploy/bootstrap-tls.sh my-gpushare/   # the same with your kustomize overlay of deploy/ (its
+#                                          # PostgreSQL URL, image names, reservation) applied
 #
 # 1. A private CA, kept in the Secret gpushare-ca (created once, reused on every later run, so the
 #    webhooks' caBundle stays valid while members restart one by one).
@@ -11,13 +13,25 @@
 #    gpushare-webhook-tls (tls.crt, tls.key, ca.crt) that the DaemonSet mounts.
 # 3. The members' certificate for cluster remoting (mutual TLS, CN gpushare-cluster), signed by
 #    the same CA, in the Secret gpushare-cluster-tls (tls.crt, tls.key, ca.crt).
-# 4. Everything in deploy/ except the cert-manager objects, applied.
+# 4. Everything in deploy/ (or in the overlay given) except the cert-manager objects, applied.
 # 5. caBundle patched into both webhook configurations.
 # On a renewal nothing restarts: the kubelet refreshes the mounted Secret and the members re-read
 # tls.crt and tls.key when they change; the CA, and so the caBundle, stay the same.
 set -euo pipefail
 
 DEPLOY="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if (($# > 1)); then
+  echo "bootstrap-tls.sh: at most one argument, the kustomization to apply (default: $DEPLOY)" >&2
+  exit 64
+fi
+KUSTOMIZATION="${1:-$DEPLOY}"
+if [[ ! -f "$KUSTOMIZATION/kustomization.yaml" && ! -f "$KUSTOMIZATION/kustomization.yml" &&
+      ! -f "$KUSTOMIZATION/Kustomization" ]]; then
+  echo "bootstrap-tls.sh: '$KUSTOMIZATION' is not a kustomization directory (no kustomization.yaml);" \
+    "give deploy/ or an overlay of it" >&2
+  exit 64
+fi
+KUSTOMIZATION="$(cd "$KUSTOMIZATION" && pwd)"
 NS=gpushare-system
 SVC=gpushare
 CA_SECRET=gpushare-ca
@@ -80,8 +94,8 @@ kubectl -n "$NS" create secret generic "$CLUSTER_SECRET" --type=kubernetes.io/tl
   --from-file=tls.crt=cluster.crt --from-file=tls.key=cluster.key --from-file=ca.crt \
   --dry-run=client -o yaml | kubectl apply -f -
 
-# The kustomize base minus every cert-manager.io document (their kinds are unknown here).
-kubectl kustomize "$DEPLOY" | awk '
+# The kustomization minus every cert-manager.io document (their kinds are unknown here).
+kubectl kustomize "$KUSTOMIZATION" | awk '
   function flush() {
     if (doc != "" && doc !~ /(^|\n)apiVersion: cert-manager\.io\//) printf "%s---\n", doc
     doc = ""

@@ -693,7 +693,9 @@ class DeployManifestsTest {
     assertTrue(
         cm.getData().get("gpushare.conf").contains("host-proc = \"" + HOST_PROC_MOUNT + "\""),
         "gpushare.gpu.host-proc names the mount");
-    assertNotNull(volumeMountedAt(argValue("--data")).getEmptyDir(), "--data is an emptyDir");
+    assertNotNull(
+        volumeMountedAt(Path.of(argValue("--data")).getParent().toString()).getEmptyDir(),
+        "--data is a folder the member makes in an emptyDir");
   }
 
   // ---------------------------------------------------------------- the pod side (issue 25)
@@ -1266,7 +1268,7 @@ class DeployManifestsTest {
   void theLauncherIsStartedInKubernetesModeWithItsNodeAndItsFiles() {
     Container c = arbiter();
     assertTrue(c.getArgs().contains("--kubernetes"), c.getArgs().toString());
-    assertEquals("/var/lib/gpushare", argValue("--data"));
+    assertEquals("/var/lib/gpushare/member", argValue("--data"));
     assertEquals("0.0.0.0", argValue("--host"));
     assertEquals("8080", argValue("--port"));
     assertEquals("spec.nodeName", fieldRef(c, "NODE_NAME"));
