@@ -4,6 +4,7 @@ import static org.bytedeco.cuda.global.nvml.NVML_DEVICE_MIG_ENABLE;
 import static org.bytedeco.cuda.global.nvml.NVML_DEVICE_NAME_V2_BUFFER_SIZE;
 import static org.bytedeco.cuda.global.nvml.NVML_DEVICE_UUID_V2_BUFFER_SIZE;
 import static org.bytedeco.cuda.global.nvml.NVML_ERROR_INSUFFICIENT_SIZE;
+import static org.bytedeco.cuda.global.nvml.NVML_ERROR_NOT_FOUND;
 import static org.bytedeco.cuda.global.nvml.NVML_SUCCESS;
 import static org.bytedeco.cuda.global.nvml.NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE;
 import static org.bytedeco.cuda.global.nvml.nvmlDeviceGetComputeRunningProcesses_v2;
@@ -67,7 +68,9 @@ import org.bytedeco.javacpp.IntPointer;
  * and their memory ({@code nvmlDeviceGetComputeRunningProcesses_v3}, or {@code _v2} on drivers
  * without {@code _v3}) and their SM utilisation ({@code nvmlDeviceGetProcessUtilization}, with the
  * last seen sample timestamp kept per device, so each sample shows the processes' utilisation since
- * the previous one: a process without a newer driver sample has none).
+ * the previous one: NVML samples only the processes that ran, so a listed process without a newer
+ * sample, or every one when NVML answers NVML_ERROR_NOT_FOUND, ran nothing: 0 %; none is known only
+ * where the query is not supported or not permitted).
  *
  * <p><b>Health</b>: a device is unhealthy from the first call that returns {@code
  * NVML_ERROR_GPU_IS_LOST} or {@code NVML_ERROR_RESET_REQUIRED}, or the first critical Xid (see
@@ -435,10 +438,13 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
     Map<Long, Integer> sm = processUtilization(d);
     List<GpuProcessSample> processes = new ArrayList<>(found.size());
     for (long[] p : found) {
-      Integer util = sm.get(p[0]);
+      // NVML samples only the processes that ran since the last sample: a listed process without
+      // one ran nothing (0), where NVML gives samples at all
       processes.add(
           new GpuProcessSample(
-              p[0], p[1], util == null ? OptionalInt.empty() : OptionalInt.of(util)));
+              p[0],
+              p[1],
+              sm == null ? OptionalInt.empty() : OptionalInt.of(sm.getOrDefault(p[0], 0))));
     }
     return processes;
   }
@@ -450,17 +456,21 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
         : nvmlDeviceGetComputeRunningProcesses_v2(handle, count, infos);
   }
 
-  /** SM utilisation by PID since the device's last seen sample; empty when not available. */
+  /**
+   * SM utilisation by PID since the device's last seen sample: the processes that ran (an empty map
+   * when none did: NVML_ERROR_NOT_FOUND); {@code null} when NVML cannot say (no such function, not
+   * supported, no permission).
+   */
   private static Map<Long, Integer> processUtilization(Device d) {
     if (!NvmlSymbols.has(NvmlSymbols.PROCESS_UTILIZATION)) {
-      return Map.of();
+      return null;
     }
     String function = NvmlSymbols.PROCESS_UTILIZATION;
     try (IntPointer count = new IntPointer(1)) {
       count.put(0);
       int rc = nvmlDeviceGetProcessUtilization(d.handle, null, count, d.lastSeenTimeStamp);
-      if (rc == NVML_SUCCESS && count.get() == 0) {
-        return Map.of();
+      if ((rc == NVML_SUCCESS && count.get() == 0) || rc == NVML_ERROR_NOT_FOUND) {
+        return Map.of(); // no process ran since the last sample
       }
       if (rc == NVML_SUCCESS || rc == NVML_ERROR_INSUFFICIENT_SIZE) {
         int capacity = count.get();
@@ -468,8 +478,11 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
             new nvmlProcessUtilizationSample_t(capacity)) {
           count.put(capacity);
           rc = nvmlDeviceGetProcessUtilization(d.handle, samples, count, d.lastSeenTimeStamp);
-          if (!NvmlCheck.check(function, rc, PROCESS_UTILIZATION_VALUES)) {
+          if (rc == NVML_ERROR_NOT_FOUND) {
             return Map.of();
+          }
+          if (!NvmlCheck.check(function, rc, PROCESS_UTILIZATION_VALUES)) {
+            return null;
           }
           Map<Long, Integer> byPid = new HashMap<>();
           Map<Long, Long> newest = new HashMap<>();
@@ -489,7 +502,7 @@ public final class NvmlBackend implements GpuBackend, AutoCloseable {
         }
       }
       NvmlCheck.check(function, rc, PROCESS_UTILIZATION_VALUES);
-      return Map.of();
+      return null;
     }
   }
 
