@@ -187,6 +187,7 @@ static int gpu_open(void) {
   kernel_ns = env_us("FAKE_GPU_KERNEL_US", 1000) * 1000;
   queue_ns = env_us("FAKE_GPU_QUEUE_US", 2000) * 1000;
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd >= 0) fchmod(fd, 0666); /* every container's processes use it, whatever uid and umask */
   if (fd < 0) {
     fprintf(stderr, "fake libcuda: cannot open FAKE_GPU_FILE %s: %s\n", path, strerror(errno));
     return gpu_none();

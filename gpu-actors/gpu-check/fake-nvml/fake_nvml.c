@@ -12,6 +12,9 @@
  * FAKE_OLD_DRIVER leaves out what old drivers lack (_v3 process queries, nvmlDeviceGetMigMode,
  * nvmlDeviceGetProcessUtilization, nvmlEventSetWait_v2, nvmlSystemGetCudaDriverVersion_v2).
  *
+ * FAKE_GPU_CONFIG (default /dev/fake-gpu/config): KEY=VALUE lines of these settings, each taken
+ * unless the environment sets it (a device folder's settings: a process `kubectl exec` starts
+ * lacks the environment the container runtime added).
  * Environment: FAKE_NVML_GPUS (default 2), FAKE_NVML_INIT_RC (what nvmlInit_v2 returns),
  * FAKE_NVML_LOST=i (device i answers NVML_ERROR_GPU_IS_LOST after discovery), FAKE_NVML_XID=i:n
  * (one Xid n event for device i), FAKE_NVML_MIG=i (MIG enabled on device i),
@@ -71,6 +74,26 @@
 #include <unistd.h>
 
 typedef int nvmlReturn_t;
+
+/* The driver's settings on the node: a real driver needs no environment (its kernel module and
+ * /proc/driver/nvidia say what it is), and a process started in a container by `kubectl exec` gets
+ * the container's environment without what the NVIDIA runtime added. So the FAKE_* settings are
+ * also read from a file of the fake GPU's device folder, FAKE_GPU_CONFIG or /dev/fake-gpu/config
+ * (KEY=VALUE lines), each taken unless the environment sets it. */
+__attribute__((constructor)) static void fake_driver_config(void) {
+  const char *path = getenv("FAKE_GPU_CONFIG");
+  FILE *f = fopen(path && *path ? path : "/dev/fake-gpu/config", "re");
+  if (!f) return;
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    char *eq = strchr(line, '=');
+    if (!eq || strncmp(line, "FAKE_", 5) != 0) continue;
+    *eq = '\0';
+    setenv(line, eq + 1, 0);
+  }
+  fclose(f);
+}
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3
@@ -209,6 +232,7 @@ static int gpu_open(void) {
   const char *path = getenv("FAKE_GPU_FILE");
   if (!path || !*path) return 0;
   int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd >= 0) fchmod(fd, 0666); /* every container's processes use it, whatever uid and umask */
   if (fd < 0) {
     fprintf(stderr, "fake libnvidia-ml: cannot open FAKE_GPU_FILE %s: %s\n", path, strerror(errno));
     return 0;
