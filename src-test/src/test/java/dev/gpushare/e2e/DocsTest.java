@@ -99,7 +99,10 @@ class DocsTest {
           // (src-test/pom.xml); the tests ask with --check
           listed(".ci/run", "bash src-test/kube/build.sh"),
           listed("KubeManifestsTest", "bash src-test/kube/build.sh --check"),
-          listed("RealNodeTest", "bash src-test/kube/build.sh --node --check"),
+          listed(
+              "RealNodeTest",
+              "bash src-test/kube/build.sh --node --check",
+              "deploy/bootstrap-tls.sh my-gpushare/"),
           // src-test/BENCHMARKS.md "A real API server at scale": the benchmark itself
           listed(
               "KubeScaleBenchmark",

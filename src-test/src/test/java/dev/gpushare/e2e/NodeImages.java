@@ -34,9 +34,9 @@ import java.util.zip.GZIPOutputStream;
  *
  * <ul>
  *   <li>{@link #PAUSE}: the sandbox image, one static program ({@code src/test/native/pause.c}).
- *   <li>{@link #WORKLOAD} (also tagged {@link #STRESS}, the image of {@code
- *       deploy/examples/gpu-share-demo.yaml}): Debian's static busybox, with the glibc the test's
- *       programs need at its real paths.
+ *   <li>{@link #WORKLOAD}: Debian's static busybox and the test's programs, with the glibc they
+ *       need at its real paths; {@link #STRESS}, the image of {@code
+ *       deploy/examples/gpu-share-demo.yaml}, the same with a GPU stress tool's {@code sleep}.
  *   <li>{@link #MEMBER}: the product's own image, built by http-api's Jib plugin ({@code
  *       jib:buildTar}) on a local base ({@link #memberBase}) instead of {@code
  *       eclipse-temurin:17-jre}, which cannot be pulled here: busybox as {@code /bin/sh} and
@@ -105,7 +105,20 @@ final class NodeImages {
    * under {@code /usr/local/bin} for each host file), with the shared libraries they load.
    */
   Path workload(Map<String, Path> programs) throws IOException {
-    List<String> parts = new ArrayList<>(List.of(FORMAT, digest(busybox())));
+    return image(WORKLOAD, programs);
+  }
+
+  /**
+   * The stand-in for the reference pod's image ({@link #STRESS}): the workload image's busybox with
+   * {@code programs} before it on PATH; its {@code sleep}, the command of
+   * deploy/examples/gpu-share-demo.yaml, is a GPU stress tool's (src/test/native/gpu_sleep.c).
+   */
+  Path stress(Map<String, Path> programs) throws IOException {
+    return image(STRESS, programs);
+  }
+
+  private Path image(String name, Map<String, Path> programs) throws IOException {
+    List<String> parts = new ArrayList<>(List.of(FORMAT, name, digest(busybox())));
     for (var e : programs.entrySet()) {
       parts.add(e.getKey() + "=" + digest(e.getValue()));
     }
@@ -124,7 +137,7 @@ final class NodeImages {
           ObjectNode config = JSON.createObjectNode();
           config.putArray("Env").add("PATH=/usr/local/bin:/bin");
           config.putArray("Cmd").add("/bin/sh");
-          oci(rootfs, config, List.of(WORKLOAD, STRESS), out);
+          oci(rootfs, config, List.of(name), out);
           KubeControlPlane.deleteTree(rootfs);
         });
   }

@@ -218,6 +218,18 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
     }
     Path device = Files.createDirectories(dir.resolve("fake-gpu"));
     Files.setPosixFilePermissions(device, PosixFilePermissions.fromString("rwxrwxrwx"));
+    // the driver's settings where a process `kubectl exec` starts finds them too (its environment
+    // lacks what the runtime added): fake_cuda.c and fake_nvml.c read this file
+    Files.writeString(
+        device.resolve("config"),
+        "FAKE_GPU_FILE=/dev/fake-gpu/gpu\nFAKE_GPU_KERNEL=/dev/fake-gpu/kernel.sock\n"
+            + "FAKE_CUDA_UUIDS="
+            + String.join(",", gpus)
+            + "\nFAKE_NVML_UUIDS="
+            + String.join(",", gpus)
+            + "\nFAKE_CUDA_MEMORY="
+            + GPU_MEMORY
+            + "\n");
     awaitReady(
         launch(
             "fake-gpu-kernel",
@@ -252,7 +264,13 @@ final class RealNode implements AutoCloseable, ClusterNetwork.NodeNetwork {
     startContainerd(runtime);
     NodeImages images = images();
     importImage(images.pause(side.program("pause")));
-    importImage(images.workload(Map.of("workload", side.program("workload"))));
+    importImage(
+        images.workload(
+            Map.of(
+                "workload", side.program("workload"),
+                "nvml_view", side.program("nvml_view"),
+                "busy", side.program("busy"))));
+    importImage(images.stress(Map.of("sleep", side.program("gpu_sleep"))));
     startKubelet();
     plane.network().attach(this);
     attached = true;

@@ -1,31 +1,23 @@
 package dev.gpushare.e2e;
 
+import static dev.gpushare.e2e.RealNodeSetup.SYSTEM;
+import static dev.gpushare.e2e.RealNodeSetup.eventually;
+import static dev.gpushare.e2e.RealNodeSetup.lines;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.gpushare.gpu.ChildProcess;
-import dev.gpushare.persistence.PostgresServer;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.Statement;
-import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.junit.jupiter.api.extension.AfterAllCallback;
-import org.junit.jupiter.api.extension.BeforeAllCallback;
-import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -51,18 +43,11 @@ class RealNodeTest {
           KubeControlPlane.Options.apiServerOnly().withNodeLifecycle().withScheduler(null));
 
   /** The operator's PostgreSQL (stopped after the node, so that the member never loses it). */
-  @RegisterExtension static final Postgres PG = new Postgres();
+  @RegisterExtension static final RealNodeSetup.Postgres PG = new RealNodeSetup.Postgres();
 
   @RegisterExtension
   static final RealNode.Extension NODE =
       RealNode.extension(KUBE, RealNode.Options.named("hpn-real-1").withGpus(2));
-
-  static final Duration AWAIT = Duration.ofSeconds(120);
-  static final Duration MEMBER_AWAIT = Duration.ofMinutes(8);
-  static final String SYSTEM = "gpushare-system";
-  static final Path ROOT = KubeControlPlane.repositoryRoot();
-  static final ObjectMapper YAML =
-      new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory());
 
   @Test
   @Order(1)
@@ -181,49 +166,10 @@ class RealNodeTest {
     KubeControlPlane kube = KUBE.get();
     RealNode node = NODE.get();
     var kubectl = kube.kubectl();
-    // The operator's PostgreSQL with a database and a user for gpushare, reached by the pods.
-    try (Connection c = PostgresServer.connect(PG.server.url());
-        Statement st = c.createStatement()) {
-      st.execute("CREATE ROLE gpushare LOGIN");
-      st.execute("CREATE DATABASE gpushare OWNER gpushare");
-    }
-    node.exposeHost(5432, PG.server.port());
-    String url = "jdbc:postgresql://" + RealNode.HOST_IP + ":5432/gpushare";
-    // The product's image, built by http-api's Jib, where the node's kubelet finds it.
-    node.importImage(node.images().member());
+    // deploy/README.md, "Install" without cert-manager: the Secret, then bootstrap-tls.sh with an
+    // overlay (its PostgreSQL URL, and the reservation this 2-core machine has room for).
+    Pod member = RealNodeSetup.install(kube, node, PG.server, work, "");
 
-    // deploy/README.md, "Install" without cert-manager: the Secret first, then bootstrap-tls.sh.
-    kubectl.run("create", "namespace", SYSTEM).ok();
-    kubectl
-        .run(
-            "-n",
-            SYSTEM,
-            "create",
-            "secret",
-            "generic",
-            "gpushare-postgres",
-            "--from-literal=password=unused-with-trust")
-        .ok();
-    bootstrapTls(kube, work);
-    // deploy/README.md, "PostgreSQL": an overlay beside the base that replaces the ConfigMap's
-    // file with a copy whose URL is the test's server; and "The CPU and memory reservation": this
-    // machine has 2 cores, so the member asks for what it has room for. cert-manager's CRDs
-    // (no cert-manager runs) let the overlay's apply accept the base's Certificates as they are.
-    for (Path crd : KubeControlPlane.crds()) {
-      kubectl.run("apply", "--server-side", "-f", crd.toString()).ok();
-    }
-    kubectl
-        .run(
-            "wait",
-            "--for=condition=established",
-            "--timeout=60s",
-            "crd/certificates.cert-manager.io")
-        .ok();
-    Path overlay = overlay(work, url);
-    kubectl.run("apply", "-k", overlay.toString()).ok();
-    kubectl.run("-n", SYSTEM, "rollout", "restart", "daemonset/gpushare").ok();
-
-    Pod member = awaitMember(kube, node);
     assertEquals(node.name(), member.getSpec().getNodeName());
     Container c = member.getSpec().getContainers().get(0);
     assertEquals(65532L, c.getSecurityContext().getRunAsUser());
@@ -270,6 +216,13 @@ class RealNodeTest {
             .out();
     String backend =
         log.lines().filter(l -> l.contains("gpushare.gpu.backend=")).findFirst().orElse("");
+    // As shipped (no hostPID), NVML's host PIDs are mapped through the host's /proc, and --data is
+    // the member's own private folder: neither is warned about.
+    assertTrue(
+        log.contains(
+            "NVML's processes (host PIDs) are mapped to pods through /host/proc/<pid>/cgroup"),
+        log);
+    assertTrue(log.lines().noneMatch(l -> l.contains(" WARN ")), () -> "no warning:\n" + log);
     assertTrue(
         backend.contains("using") && !backend.contains("simulated"),
         () -> "the member uses NVML: '" + backend + "'\n" + log);
@@ -331,7 +284,7 @@ class RealNodeTest {
                     alibabacloud.com/gpu-core.percentage: 50
                     alibabacloud.com/gpu-memory.percentage: 50
             """
-                .formatted(NodeImages.STRESS),
+                .formatted(NodeImages.WORKLOAD),
             "apply",
             "-f",
             "-")
@@ -364,206 +317,5 @@ class RealNodeTest {
     assertTrue(log.contains("uuid -> 0 " + uuid), () -> "the program sees its grant:\n" + log);
     System.out.println("RealNodeTest: share-a on " + uuid + ":\n" + log);
     kubectl.run("delete", "pod", "share-a", "--wait=true", "--timeout=60s").ok();
-  }
-
-  private static Pod awaitMember(KubeControlPlane kube, RealNode node) {
-    long deadline = System.nanoTime() + MEMBER_AWAIT.toNanos();
-    String last = "no member pod";
-    while (System.nanoTime() < deadline) {
-      List<Pod> pods =
-          kube.admin()
-              .pods()
-              .inNamespace(SYSTEM)
-              .withLabel("app.kubernetes.io/name", "gpushare")
-              .list()
-              .getItems();
-      for (Pod p : pods) {
-        if (p.getMetadata().getDeletionTimestamp() == null
-            && p.getStatus().getConditions() != null
-            && p.getStatus().getConditions().stream()
-                .anyMatch(c -> c.getType().equals("Ready") && c.getStatus().equals("True"))) {
-          return p;
-        }
-      }
-      last =
-          pods.stream()
-              .map(p -> p.getMetadata().getName() + " " + p.getStatus())
-              .toList()
-              .toString();
-      try {
-        Thread.sleep(1000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError(e);
-      }
-    }
-    var kubectl = kube.kubectl();
-    String logs =
-        kubectl
-                .run(
-                    "-n",
-                    SYSTEM,
-                    "logs",
-                    "-l",
-                    "app.kubernetes.io/name=gpushare",
-                    "--tail=80",
-                    "--all-containers")
-                .out()
-            + kubectl
-                .run(
-                    "-n",
-                    SYSTEM,
-                    "logs",
-                    "-l",
-                    "app.kubernetes.io/name=gpushare",
-                    "--tail=80",
-                    "--previous")
-                .out();
-    String job =
-        kubectl.run("-n", SYSTEM, "logs", "job/gpushare-init-schema", "--tail=40").toString();
-    throw new AssertionError(
-        "the member is not Ready within "
-            + MEMBER_AWAIT.toMinutes()
-            + " min: "
-            + last
-            + "\n--- member log\n"
-            + logs
-            + "\n--- schema job\n"
-            + job
-            + "\n--- kubelet\n"
-            + node.log("kubelet", 40));
-  }
-
-  /** deploy/bootstrap-tls.sh with the admin's kubeconfig and the built kubectl. */
-  private static void bootstrapTls(KubeControlPlane kube, Path work) throws Exception {
-    ProcessBuilder pb =
-        new ProcessBuilder("bash", ROOT.resolve("deploy/bootstrap-tls.sh").toString())
-            .directory(ROOT.toFile())
-            .redirectErrorStream(true);
-    pb.environment().put("KUBECONFIG", kube.adminKubeconfig().toString());
-    pb.environment().put("PATH", kube.bin() + java.io.File.pathSeparator + System.getenv("PATH"));
-    Path log = work.resolve("bootstrap-tls.log");
-    pb.redirectOutput(log.toFile());
-    Process p = pb.start();
-    try {
-      assertTrue(p.waitFor(180, TimeUnit.SECONDS), "bootstrap-tls.sh ends within 180 s");
-    } finally {
-      ChildProcess.killTree(p.toHandle());
-    }
-    assertEquals(0, p.exitValue(), () -> "bootstrap-tls.sh:\n" + read(log));
-  }
-
-  /**
-   * deploy/README.md's overlay beside a copy of deploy/: the ConfigMap's file replaced by the
-   * shipped one with {@code url} for the PostgreSQL URL, and the reservation patched.
-   */
-  private static Path overlay(Path work, String url) throws IOException {
-    copyTree(ROOT.resolve("deploy"), work.resolve("deploy"));
-    Path overlay = Files.createDirectories(work.resolve("my-gpushare"));
-    JsonNode cm = YAML.readTree(ROOT.resolve("deploy/configmap.yaml").toFile());
-    String shipped = cm.at("/data/gpushare.conf").asText();
-    String placeholder = "jdbc:postgresql://gpushare-postgres.gpushare-system.svc:5432/gpushare";
-    assertTrue(shipped.contains(placeholder), "configmap.yaml names " + placeholder);
-    Files.writeString(overlay.resolve("gpushare.conf"), shipped.replace(placeholder, url));
-    Files.writeString(
-        overlay.resolve("kustomization.yaml"),
-        """
-        apiVersion: kustomize.config.k8s.io/v1beta1
-        kind: Kustomization
-        resources:
-        - ../deploy
-        configMapGenerator:
-        - name: gpushare-config
-          namespace: gpushare-system
-          behavior: replace
-          files:
-          - gpushare.conf
-        patches:
-        - target: {kind: DaemonSet, name: gpushare}
-          patch: |-
-            - {op: replace, path: /spec/template/spec/containers/0/resources/requests/cpu, value: 500m}
-            - {op: replace, path: /spec/template/spec/containers/0/resources/requests/memory, value: 3Gi}
-            - {op: replace, path: /spec/template/spec/containers/0/resources/limits/memory, value: 3Gi}
-        """);
-    return overlay;
-  }
-
-  private static void copyTree(Path from, Path to) throws IOException {
-    try (var walk = Files.walk(from)) {
-      for (Path p : walk.toList()) {
-        Path target = to.resolve(from.relativize(p).toString());
-        if (Files.isDirectory(p)) {
-          Files.createDirectories(target);
-        } else {
-          Files.copy(p, target);
-        }
-      }
-    }
-  }
-
-  private static String read(Path file) {
-    try {
-      return Files.readString(file);
-    } catch (IOException e) {
-      return "(" + e + ")";
-    }
-  }
-
-  /**
-   * A PostgreSQL server for the class, on loopback (the node's pods reach it through the gateway).
-   */
-  static final class Postgres implements BeforeAllCallback, AfterAllCallback {
-    PostgresServer server;
-    private Path dir;
-
-    @Override
-    public void beforeAll(ExtensionContext context) throws IOException {
-      dir = Files.createTempDirectory("real-node-pg");
-      server = PostgresServer.start(dir.resolve("data"));
-    }
-
-    @Override
-    public void afterAll(ExtensionContext context) {
-      if (server != null) {
-        server.close();
-        server = null;
-      }
-      if (dir != null) {
-        KubeControlPlane.deleteTree(dir);
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- helpers
-
-  static <T> T eventually(String what, Callable<T> check, RealNode node) {
-    long deadline = System.nanoTime() + AWAIT.toNanos();
-    while (true) {
-      try {
-        return check.call();
-      } catch (Exception | AssertionError e) {
-        if (System.nanoTime() - deadline > 0) {
-          throw new AssertionError(
-              what
-                  + ": not within "
-                  + AWAIT.toSeconds()
-                  + " s\n--- kubelet\n"
-                  + node.log("kubelet", 30)
-                  + "\n--- containerd\n"
-                  + node.log("containerd", 30),
-              e);
-        }
-      }
-      try {
-        Thread.sleep(250);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new AssertionError("interrupted", e);
-      }
-    }
-  }
-
-  static List<String> lines(String s) {
-    return s.lines().toList();
   }
 }
