@@ -75,25 +75,7 @@
 
 typedef int nvmlReturn_t;
 
-/* The driver's settings on the node: a real driver needs no environment (its kernel module and
- * /proc/driver/nvidia say what it is), and a process started in a container by `kubectl exec` gets
- * the container's environment without what the NVIDIA runtime added. So the FAKE_* settings are
- * also read from a file of the fake GPU's device folder, FAKE_GPU_CONFIG or /dev/fake-gpu/config
- * (KEY=VALUE lines), each taken unless the environment sets it. */
-__attribute__((constructor)) static void fake_driver_config(void) {
-  const char *path = getenv("FAKE_GPU_CONFIG");
-  FILE *f = fopen(path && *path ? path : "/dev/fake-gpu/config", "re");
-  if (!f) return;
-  char line[4096];
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n")] = '\0';
-    char *eq = strchr(line, '=');
-    if (!eq || strncmp(line, "FAKE_", 5) != 0) continue;
-    *eq = '\0';
-    setenv(line, eq + 1, 0);
-  }
-  fclose(f);
-}
+#include "../fake_config.h"
 #define NVML_SUCCESS 0
 #define NVML_ERROR_INVALID_ARGUMENT 2
 #define NVML_ERROR_NOT_SUPPORTED 3

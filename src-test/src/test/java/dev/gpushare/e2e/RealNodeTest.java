@@ -272,7 +272,7 @@ class RealNodeTest {
               - name: main
                 image: %s
                 imagePullPolicy: IfNotPresent
-                command: [/bin/sh, -c, 'workload init ctx uuid alloc:1000000 launch sync exit:0; sleep 3600']
+                command: [/bin/sh, -c, 'workload init ctx uuid alloc:1000000 launch sync hold']
                 resources:
                   requests:
                     cpu: 10m
