@@ -461,10 +461,10 @@ class DeployManifestsTest {
     Map<String, Set<String>> documented =
         Map.of(
             "/nodes", Set.of("get", "list", "watch", "patch"),
-            "/nodes/status", Set.of("get", "update", "patch"),
+            "/nodes/status", Set.of("patch"),
             "/pods", Set.of("get", "list", "watch", "patch"),
-            "/pods/status", Set.of("update", "patch"),
-            "events.k8s.io/events", Set.of("create", "patch"),
+            "/pods/status", Set.of("patch"),
+            "events.k8s.io/events", Set.of("create", "patch", "list"),
             "authentication.k8s.io/tokenreviews", Set.of("create"),
             "authorization.k8s.io/subjectaccessreviews", Set.of("create"));
     assertEquals(new TreeMap<>(documented), granted);

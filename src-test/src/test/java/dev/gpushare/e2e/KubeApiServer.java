@@ -1,6 +1,7 @@
 package dev.gpushare.e2e;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.gpushare.node.fake.ApiServerSemantics;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Node;
 import io.fabric8.kubernetes.api.model.Pod;
@@ -256,6 +257,9 @@ class KubeApiServer implements AutoCloseable {
     @Override
     public MockResponse dispatch(RecordedRequest request) {
       MockResponse response = answered(request);
+      if (response == null) {
+        response = ApiServerSemantics.answer(request, this::handleGet, super::dispatch);
+      }
       if (response == null) {
         response = super.dispatch(request);
       }

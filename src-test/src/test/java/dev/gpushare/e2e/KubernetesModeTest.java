@@ -793,12 +793,20 @@ class KubernetesModeTest {
             assertPodCondition(
                 k.pod("old-r"), RECLAIM, "True", "GPUSharePreempted", "GPU is preempted by new-r.");
           });
-      // barrier: a write queued after those passes; once it shows, they are complete (one writer
-      // thread, one object at a time), Events included
       // keep-r holds GPU 0 with limit 100: best fit puts the probe on GPU 1
       assertRunningOn(c.api.demand("probe-r"), 1);
       String probeUuid = c.api.pod("probe-r").path("gpu").path("uuid").asText();
       eventually(c, "the probe's device", () -> assertDevice(k.pod("probe-r"), "1", probeUuid));
+      // barrier: the writer's own count of unfinished work (its passes run in priority order on
+      // several workers, Events after decisions, so no single write shows that the rest is done)
+      eventually(
+          c,
+          "the restarted writer has nothing left to write",
+          () ->
+              assertEquals(
+                  0.0,
+                  metric(c.api.get("/metrics").body(), "gpushare_kubernetes_writer_backlog"),
+                  "backlog"));
 
       Map<String, String> eventsAfter = eventSummary(k.events());
       assertEquals(eventsBefore, eventsAfter, "no Event is written twice after a relist");
@@ -817,6 +825,12 @@ class KubernetesModeTest {
       }
       perReason.forEach(
           (what, times) -> assertEquals(1, times, () -> "Event written " + times + "×: " + what));
+      // …and the restarted writer wrote none of them again, not even one the API server refused as
+      // existing: it found them when it started (its own count of Event writes)
+      assertEquals(
+          0.0,
+          metric(c.api.get("/metrics").body(), "gpushare_kubernetes_writes_total{kind=\"event\"}"),
+          "Events the restarted member wrote");
 
       // the pods kept their devices, in the arbiter and in the API server
       assertRunningOn(c.api.pod("new-r"), 0);
@@ -1200,10 +1214,13 @@ class KubernetesModeTest {
     }
   }
 
-  /** The kubelet's condition first and untouched, and its address. */
+  /** The kubelet's condition untouched (gpushare patches only its own), and its address. */
   static void assertKubeletPartsKept(Node n) {
-    NodeCondition ready = n.getStatus().getConditions().get(0);
-    assertEquals("Ready", ready.getType(), () -> "the kubelet's condition first: " + n.getStatus());
+    NodeCondition ready =
+        n.getStatus().getConditions().stream()
+            .filter(c -> c.getType().equals("Ready"))
+            .findFirst()
+            .orElseThrow(() -> new AssertionError("the kubelet's condition: " + n.getStatus()));
     assertEquals("KubeletReady", ready.getReason());
     assertEquals("2026-01-01T00:00:00Z", ready.getLastHeartbeatTime());
     assertEquals("10.0.0.7", n.getStatus().getAddresses().get(0).getAddress());
@@ -1328,5 +1345,15 @@ class KubernetesModeTest {
 
   static boolean isBlank(String s) {
     return s == null || s.isBlank();
+  }
+
+  /** The value of one series in a Prometheus text exposition ({@code name{labels}} as printed). */
+  static double metric(String metrics, String series) {
+    for (String line : metrics.split("\n")) {
+      if (line.startsWith(series + " ")) {
+        return Double.parseDouble(line.substring(series.length() + 1).trim());
+      }
+    }
+    throw new AssertionError("no series " + series + " in /metrics:\n" + metrics);
   }
 }

@@ -12,6 +12,8 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Instant;
 import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -19,10 +21,13 @@ import java.util.Map;
  * pure builder from an {@link EventView}. Reason and note are the recorded texts exactly ({@link
  * PodNotes}); the reporting controller is {@value #REPORTING_CONTROLLER}.
  *
- * <p>An Event's name is a hash of the object's uid and the Event's type, reason, note and time, so
- * the same recorded Event always has the same name: writing it again — after a resync, or by the
- * next singleton after a fail-over — is refused by the API server as already existing, and no Event
- * is ever shown twice.
+ * <p>Events are written as series, as {@code events.k8s.io/v1} means them: the recorded Events of
+ * one object with the same type, reason and note are one Event whose {@code series} counts the
+ * occurrences ({@code count}, {@code lastObservedTime}), so that a repeat costs a patch, not a new
+ * object. An Event's name is a hash of the object's uid and the series' type, reason and note, so
+ * the same series always has the same name: the next singleton after a fail-over finds it ({@code
+ * KubeWriter} lists gpushare's Events when it starts), and a create of one that exists is refused
+ * by the API server, so no Event is ever shown twice.
  */
 final class KubeEvents {
   private KubeEvents() {}
@@ -62,6 +67,49 @@ final class KubeEvents {
   }
 
   /**
+   * The recorded Events of one object with one type, reason and note: {@code first} the earliest,
+   * {@code count} how many, {@code last} when the latest was observed ({@code null} time: now).
+   */
+  record Series(String name, EventView first, int count, Instant last) {}
+
+  /** {@code events} as series, in the order of their first occurrence. */
+  static List<Series> series(ObjectReference regarding, List<EventView> events, Instant now) {
+    Map<String, Series> out = new LinkedHashMap<>();
+    for (EventView e : events) {
+      String name = name(regarding, e);
+      Instant at = e.time() == null ? now : e.time();
+      Series s = out.get(name);
+      if (s == null) {
+        out.put(name, new Series(name, e, 1, at));
+      } else {
+        out.put(
+            name, new Series(name, s.first(), s.count() + 1, at.isAfter(s.last()) ? at : s.last()));
+      }
+    }
+    return List.copyOf(out.values());
+  }
+
+  /** The Event to create for a series: its first occurrence, and its count once it repeats. */
+  static Event desired(ObjectReference regarding, Series s, String reportingInstance, Instant now) {
+    Event e = desired(regarding, s.first(), reportingInstance, now);
+    if (s.count() > 1) {
+      e.setSeries(
+          new io.fabric8.kubernetes.api.model.events.v1.EventSeries(
+              s.count(), new MicroTime(KubeTimes.microTime(s.last()))));
+    }
+    return e;
+  }
+
+  /** The merge patch that brings an existing Event's series to {@code s}. */
+  static String seriesPatch(Series s) {
+    return "{\"series\":{\"count\":"
+        + s.count()
+        + ",\"lastObservedTime\":\""
+        + KubeTimes.microTime(s.last())
+        + "\"}}";
+  }
+
+  /**
    * The Event to create for {@code e} about {@code regarding}, in {@code regarding}'s namespace (or
    * {@value #CLUSTER_EVENTS_NAMESPACE}); {@code e.time()} {@code null} means {@code now}.
    */
@@ -85,7 +133,10 @@ final class KubeEvents {
         .build();
   }
 
-  /** {@code <object-name>.<16 hex digits>}: a valid, stable name for one recorded Event. */
+  /**
+   * {@code <object-name>.<16 hex digits>}: a valid, stable name for the series {@code e} belongs to
+   * (its object, type, reason and note; not its time).
+   */
   static String name(ObjectReference regarding, EventView e) {
     String identity =
         String.join(
@@ -96,8 +147,7 @@ final class KubeEvents {
             String.valueOf(regarding.getUid()),
             String.valueOf(e.type()),
             String.valueOf(e.reason()),
-            String.valueOf(e.message()),
-            e.time() == null ? "" : KubeTimes.microTime(e.time()));
+            String.valueOf(e.message()));
     String hash = HexFormat.of().formatHex(sha256(identity), 0, 8);
     String prefix = regarding.getName();
     if (prefix.length() > 253 - 17) {

@@ -60,41 +60,11 @@ public final class KubeSource implements AutoCloseable {
   private final Object chainLock = new Object();
   private CompletableFuture<Void> chain = CompletableFuture.completedFuture(null);
   private final List<SharedIndexInformer<?>> informers = new ArrayList<>();
-  private final Tampering tampering;
-
-  /**
-   * Who hears that an object changed in what gpushare owns there (the percentage resources and
-   * conditions of a node; the device annotations and conditions of a pod) by someone else's hand —
-   * a kubelet that re-registers, a user's edit — so that the writer checks it at once.
-   */
-  public interface Tampering {
-    void node(String name);
-
-    void pod(String namespace, String name);
-
-    Tampering NONE =
-        new Tampering() {
-          @Override
-          public void node(String name) {}
-
-          @Override
-          public void pod(String namespace, String name) {}
-        };
-  }
 
   public KubeSource(KubernetesClient client, GpuShareWriter service, Optional<String> nodeName) {
-    this(client, service, nodeName, Tampering.NONE);
-  }
-
-  public KubeSource(
-      KubernetesClient client,
-      GpuShareWriter service,
-      Optional<String> nodeName,
-      Tampering tampering) {
     this.client = client;
     this.service = service;
     this.nodeName = nodeName;
-    this.tampering = tampering;
   }
 
   /** Starts both informers; completes once both have listed and their events are applied. */
@@ -169,9 +139,6 @@ public final class KubeSource implements AutoCloseable {
 
     @Override
     public void onUpdate(Node before, Node node) {
-      if (!Owned.node(before).equals(Owned.node(node))) {
-        tampering.node(node.getMetadata().getName());
-      }
       upsert(node);
     }
 
@@ -228,9 +195,6 @@ public final class KubeSource implements AutoCloseable {
 
     @Override
     public void onUpdate(Pod before, Pod pod) {
-      if (relevant(pod) && !Owned.pod(before).equals(Owned.pod(pod))) {
-        tampering.pod(namespace(pod), pod.getMetadata().getName());
-      }
       upsertPod(pod);
     }
 
@@ -327,7 +291,7 @@ public final class KubeSource implements AutoCloseable {
     return t.getMessage() == null ? t.toString() : t.getMessage();
   }
 
-  /** What gpushare writes on an object, to tell when it changed. */
+  /** What gpushare writes on an object, to tell when it changed ({@link KubeCache}). */
   static final class Owned {
     private Owned() {}
 

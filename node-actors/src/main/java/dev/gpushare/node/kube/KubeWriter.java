@@ -7,13 +7,16 @@ import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
+import dev.gpushare.node.kube.KubeCalls.Conflict;
+import dev.gpushare.node.kube.KubeCalls.Gone;
+import dev.gpushare.node.kube.KubeCalls.Rejected;
+import dev.gpushare.node.kube.KubeCalls.Retry;
+import dev.gpushare.node.kube.KubeCalls.Stopped;
+import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.Node;
-import io.fabric8.kubernetes.api.model.NodeBuilder;
 import io.fabric8.kubernetes.api.model.NodeStatus;
 import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.Pod;
-import io.fabric8.kubernetes.api.model.PodBuilder;
-import io.fabric8.kubernetes.api.model.PodCondition;
 import io.fabric8.kubernetes.api.model.events.v1.Event;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
@@ -24,13 +27,9 @@ import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
@@ -65,16 +64,24 @@ import org.slf4j.LoggerFactory;
  * Event as an {@code events.k8s.io/v1} Event from reporting controller {@code gpushare} (SPEC §7,
  * {@link KubeEvents}).
  *
- * <p><b>How.</b> A change only marks its object dirty; one worker thread of its own ({@code
- * gpushare-kube-writer}) drains dirty objects one at a time, and for each reads the object from the
- * API server and the arbiter's <em>latest</em> view, computes the desired state with the pure
- * builders and writes only what differs — so a burst of changes to one object costs one pass (two
- * when the burst overlaps a pass in flight), and a pass that finds nothing to change costs one
- * read. Status is replaced through the status subresource with the resource version just read
- * (optimistic locking); a 409 re-reads and recomputes at once (up to {@value #MAX_CONFLICTS} times,
- * then backs off). Metadata is changed with JSON patches. Every request, reads included, waits for
- * a token of a {@link TokenBucket} ({@code qps}, {@code burst}). 429, 5xx, timeouts and I/O errors
- * put the object back with exponential back-off and jitter ({@link Backoff}, up to {@code
+ * <p><b>Reads.</b> None before a write: what the API server holds comes from the writer's own
+ * informers ({@link KubeCache}, objects trimmed to what it reads). An object is read afresh only
+ * after a 409.
+ *
+ * <p><b>Writes.</b> Patches that carry only gpushare's fields and no resource version (a JSON merge
+ * patch of the pod's annotations, strategic merge patches of pod and node status, merged by
+ * condition type), as kube-scheduler and the kubelet write status; they land whatever else changed
+ * meanwhile. Only VIRTUAL mode's replacement of the node's own allocatable (a read-modify-write)
+ * carries the resource version it read. A pass that finds nothing to change sends nothing.
+ *
+ * <p><b>Order.</b> A change marks work — an object's state, or its Events — in a {@link WorkQueue}:
+ * one entry per key, never two workers on one key, due {@value #WINDOW_MILLIS} ms after the first
+ * mark (a decision undone within that window costs no request). {@value #WORKERS} workers take due
+ * work in priority order: {@link #DECISIONS} (pod conditions and annotations: preemption,
+ * revocation, grants, releases), then {@link #NODE_STATUS}, then {@link #EVENTS}, then {@link
+ * #DRIFT} (the periodic resync and others' changes to what gpushare owns). Every request waits for
+ * a token of one shared {@link TokenBucket} ({@code qps}, {@code burst}). 429, 5xx, timeouts and
+ * I/O errors put the work back with exponential back-off and jitter ({@link Backoff}, up to {@code
  * maxBackoff}, longer if the server says Retry-After); other 4xx are logged and that write is
  * dropped until the next change. Events carry stable names ({@link KubeEvents#name}), so an Event
  * is never written twice, not even by the next writer after a fail-over; Events older than {@link
@@ -82,8 +89,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Give it a client built with {@link #clientConfig} (no retries inside fabric8): fabric8 retries
  * 429 and 5xx on its own by default, out of reach of the rate limit. Threads: the listener calls
- * only take a short lock; all API requests are blocking calls on the worker thread. Host it as a
- * cluster singleton: {@link #start()} when it starts, {@link #close()} when it stops.
+ * only take a short lock; all API requests are blocking calls on the workers. Host it as a cluster
+ * singleton: {@link #start()} when it starts, {@link #close()} when it stops.
  */
 public final class KubeWriter implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(KubeWriter.class);
@@ -95,10 +102,23 @@ public final class KubeWriter implements AutoCloseable {
   static final Duration VIEW_TIMEOUT = Duration.ofSeconds(10);
   static final int MAX_CONFLICTS = 5;
 
+  /** Workers: enough to keep the budget busy while some wait on the arbiter's answers. */
+  static final int WORKERS = 4;
+
+  /** A key is due this long after its first mark: marks within it fold into one pass. */
+  static final long WINDOW_MILLIS = 50;
+
+  /** Priorities, first first. */
+  static final int DECISIONS = 0;
+
+  static final int NODE_STATUS = 1;
+  static final int EVENTS = 2;
+  static final int DRIFT = 3;
+
   /** kube-apiserver's default {@code --event-ttl}: older Events would be gone already. */
   static final Duration EVENT_TTL = Duration.ofHours(1);
 
-  /** What a change marks dirty: one node, one pod, or everything the arbiter knows (on start). */
+  /** What a change marks: one node, one pod, or everything the arbiter knows (on start). */
   sealed interface Target permits NodeTarget, PodTarget, Everything {}
 
   record NodeTarget(String name) implements Target {}
@@ -107,26 +127,36 @@ public final class KubeWriter implements AutoCloseable {
 
   record Everything() implements Target {}
 
+  /** A unit of work: an object's state, or its Events. */
+  record Work(Target target, boolean events) {}
+
   private final KubernetesClient client;
   private final GpuShareReader service;
   private final KubeSyncSettings settings;
   private final TokenBucket bucket;
   private final Backoff backoff;
   private final AtomicLong requests = new AtomicLong();
+  private final AtomicLong reads = new AtomicLong();
   private final GpuShareMetrics metrics;
+  private final KubeCache cache;
+  private final WorkQueue<Work> queue;
+  private final List<Thread> workers = new ArrayList<>();
 
   private final Object lock = new Object();
-  // target → when it may be synced (System.nanoTime); insertion order breaks ties
-  private final Map<Target, Long> dirty = new LinkedHashMap<>();
-  private final List<CompletableFuture<Done>> waiters = new ArrayList<>();
-  private Target inFlight;
-  private boolean running;
+  private boolean started;
   private boolean stopped;
-  private Thread worker;
   private volatile AutoCloseable subscription;
 
-  private final Map<Target, Integer> attempts = new ConcurrentHashMap<>();
-  private final Map<Target, Set<String>> eventsWritten = new ConcurrentHashMap<>();
+  private final Map<Work, Integer> attempts = new ConcurrentHashMap<>();
+
+  /** Per object, the series written: name → count. */
+  private final Map<Target, Map<String, Integer>> eventsWritten = new ConcurrentHashMap<>();
+
+  /** gpushare's Events the API server held when this writer started: name → count. */
+  private final Map<String, Integer> eventsFound = new ConcurrentHashMap<>();
+
+  /** Work whose object the cache did not have yet, with the priority it had. */
+  private final Map<Target, Integer> awaitingCache = new ConcurrentHashMap<>();
 
   public KubeWriter(KubernetesClient client, GpuShareReader service, KubeSyncSettings settings) {
     this(
@@ -154,6 +184,12 @@ public final class KubeWriter implements AutoCloseable {
     this.settings = settings;
     this.bucket = new TokenBucket(settings.qps(), settings.burst(), nanoTime);
     this.backoff = new Backoff(INITIAL_BACKOFF, settings.maxBackoff(), jitter);
+    this.queue =
+        new WorkQueue<>(
+            TimeUnit.MILLISECONDS.toNanos(WINDOW_MILLIS),
+            System::nanoTime,
+            metrics::kubernetesWriterBacklog);
+    this.cache = new KubeCache(client, new CacheChanges());
     Config config = client.getConfiguration();
     Integer retries = config == null ? null : config.getRequestRetryBackoffLimit();
     if (retries != null && retries > 0) {
@@ -171,64 +207,122 @@ public final class KubeWriter implements AutoCloseable {
   }
 
   /**
-   * Subscribes to the service, marks everything it knows dirty (a full reconcile: after a fail-over
-   * nothing is assumed written) and starts the worker.
+   * Subscribes to the service, marks everything it knows (a full reconcile: after a fail-over
+   * nothing is assumed written), starts the informers, and the workers once they have listed.
    *
    * @throws IllegalStateException when started before, or closed
    */
   public KubeWriter start() {
     synchronized (lock) {
-      if (worker != null || stopped) {
+      if (started || stopped) {
         throw new IllegalStateException(
             "KubeWriter is " + (stopped ? "closed" : "started") + "; want a new one to start");
       }
-      running = true;
-      worker = new Thread(this::work, "gpushare-kube-writer");
-      worker.setDaemon(true);
+      started = true;
     }
     subscription = service.subscribe(new Listener());
-    mark(new Everything());
-    worker.start();
+    queue.mark(new Work(new Everything(), false), DRIFT);
+    // off the Kubernetes client's event loop, which the informers' start completes on: blocking
+    // calls there would wait for themselves
+    Thread starter = new Thread(this::startWorkers, "gpushare-kube-writer-start");
+    starter.setDaemon(true);
+    starter.start();
     return this;
   }
 
-  /** Marks every node and pod the arbiter knows dirty, as on start. */
-  public void resync() {
-    mark(new Everything());
+  /** Waits for the informers' first lists, finds the Events written before, starts the workers. */
+  private void startWorkers() {
+    try {
+      cache.start().toCompletableFuture().get();
+    } catch (InterruptedException e) {
+      return;
+    } catch (Exception e) {
+      LOG.error("the writer's informers did not start; nothing is written", e);
+      return;
+    }
+    findEvents();
+    synchronized (lock) {
+      if (stopped) {
+        return;
+      }
+      for (int i = 0; i < WORKERS; i++) {
+        Thread t = new Thread(this::work, "gpushare-kube-writer-" + i);
+        t.setDaemon(true);
+        workers.add(t);
+        t.start();
+      }
+    }
   }
 
   /**
-   * The node changed in the API server (an informer saw it): check it. The arbiter announces only
-   * its own changes; this catches others' — a kubelet that zeroes extended resources when it
-   * re-registers, a user who edits a condition. A check that finds nothing to change costs one
-   * read.
+   * The Events gpushare wrote before this writer started (by an earlier singleton, before a
+   * fail-over): listed once, page by page, so that none is written again — not even refused as
+   * existing. If the list fails, an Event written before is refused as existing (409), and that is
+   * all.
+   */
+  private void findEvents() {
+    String next = null;
+    try {
+      do {
+        String page = next;
+        var list =
+            call(
+                "list gpushare's Events",
+                () ->
+                    client
+                        .events()
+                        .v1()
+                        .events()
+                        .inAnyNamespace()
+                        .withField("reportingController", KubeEvents.REPORTING_CONTROLLER)
+                        .list(
+                            new io.fabric8.kubernetes.api.model.ListOptionsBuilder()
+                                .withLimit(500L)
+                                .withContinue(page)
+                                .build()));
+        list.getItems()
+            .forEach(
+                e ->
+                    eventsFound.put(
+                        e.getMetadata().getName(),
+                        e.getSeries() == null || e.getSeries().getCount() == null
+                            ? 1
+                            : e.getSeries().getCount()));
+        next = list.getMetadata() == null ? null : list.getMetadata().getContinue();
+      } while (next != null && !next.isEmpty());
+      LOG.debug("{} Events of gpushare found", eventsFound.size());
+    } catch (RuntimeException e) {
+      LOG.warn(
+          "listing gpushare's Events failed ({}); an Event written before is refused as existing",
+          e.getMessage());
+    }
+  }
+
+  /** Checks every node and pod the arbiter knows against the cache, as on start. */
+  public void resync() {
+    queue.mark(new Work(new Everything(), false), DRIFT);
+  }
+
+  /**
+   * The node changed in the API server: check it. The writer's own informers call this for changes
+   * to what gpushare owns; a check that finds nothing to change costs no request.
    */
   public void markNode(String name) {
-    mark(new NodeTarget(name));
+    queue.mark(new Work(new NodeTarget(name), false), DRIFT);
   }
 
   /** The pod changed in the API server: check it, as {@link #markNode}. */
   public void markPod(String namespace, String name) {
-    mark(new PodTarget(namespace, name));
+    queue.mark(new Work(new PodTarget(namespace, name), false), DRIFT);
   }
 
   /**
-   * Completes when no object is dirty and no pass is in flight: everything marked so far is
-   * written, found unchanged, or refused for good (and logged). Objects waiting out a back-off keep
-   * it pending. Completes exceptionally when the writer is closed first.
+   * Completes when no work waits and no pass is in flight: everything marked so far is written,
+   * found unchanged, or refused for good (and logged). Work waiting out a back-off keeps it
+   * pending. Completes exceptionally when the writer is closed first.
    */
   public CompletionStage<Done> flushed() {
-    synchronized (lock) {
-      if (stopped) {
-        return CompletableFuture.failedFuture(new CancellationException("KubeWriter is closed"));
-      }
-      if (dirty.isEmpty() && inFlight == null) {
-        return CompletableFuture.completedFuture(Done.getInstance());
-      }
-      CompletableFuture<Done> f = new CompletableFuture<>();
-      waiters.add(f);
-      return f;
-    }
+    return queue.idleFuture();
   }
 
   /** API requests sent so far, reads included (a metric; tests use it too). */
@@ -236,21 +330,33 @@ public final class KubeWriter implements AutoCloseable {
     return requests.get();
   }
 
+  /** Reads of single objects sent so far (only after a 409); the informers' lists not counted. */
+  public long readsSent() {
+    return reads.get();
+  }
+
+  /** Objects the writer's cache holds (trimmed). */
+  public int cachedObjects() {
+    return cache.size();
+  }
+
+  /** Work waiting (not in flight). */
+  public int backlog() {
+    return queue.size();
+  }
+
   /**
-   * Unsubscribes and stops the worker; a pass in flight is abandoned (the next writer redoes it).
+   * Unsubscribes and stops the workers; passes in flight are abandoned (the next writer redoes
+   * them).
    */
   @Override
   public void close() {
-    Thread w;
-    List<CompletableFuture<Done>> pending;
+    List<Thread> ws;
     synchronized (lock) {
-      running = false;
       stopped = true;
-      w = worker;
-      pending = new ArrayList<>(waiters);
-      waiters.clear();
-      lock.notifyAll();
+      ws = new ArrayList<>(workers);
     }
+    queue.close();
     if (subscription != null) {
       try {
         subscription.close();
@@ -258,23 +364,25 @@ public final class KubeWriter implements AutoCloseable {
         LOG.warn("unsubscribing from the service failed: {}", e.toString());
       }
     }
-    if (w != null) {
-      w.interrupt();
+    ws.forEach(Thread::interrupt);
+    for (Thread w : ws) {
       try {
         w.join(TimeUnit.SECONDS.toMillis(10));
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
     }
-    pending.forEach(f -> f.completeExceptionally(new CancellationException("KubeWriter closed")));
+    cache.close();
   }
 
-  // ---- dirty set ----
+  // ---- what marks work ----
 
   private final class Listener implements ChangeListener {
     @Override
     public void nodeChanged(String node) {
-      mark(new NodeTarget(node));
+      NodeTarget target = new NodeTarget(node);
+      queue.mark(new Work(target, false), NODE_STATUS);
+      queue.mark(new Work(target, true), EVENTS);
     }
 
     @Override
@@ -283,186 +391,228 @@ public final class KubeWriter implements AutoCloseable {
       if (deleted) {
         forget(target);
       } else {
-        mark(target);
+        queue.mark(new Work(target, false), DECISIONS);
+        queue.mark(new Work(target, true), EVENTS);
       }
     }
   }
 
-  private void mark(Target target) {
-    synchronized (lock) {
-      if (!dirty.containsKey(target)) {
-        dirty.put(target, System.nanoTime());
-        lock.notifyAll();
+  private final class CacheChanges implements KubeCache.Changes {
+    @Override
+    public void node(String name, KubeCache.Change change) {
+      changed(new NodeTarget(name), change);
+    }
+
+    @Override
+    public void pod(String namespace, String name, KubeCache.Change change) {
+      changed(new PodTarget(namespace, name), change);
+    }
+
+    private void changed(Target target, KubeCache.Change change) {
+      switch (change) {
+        case ADDED -> {
+          Integer priority = awaitingCache.remove(target);
+          if (priority != null) {
+            queue.mark(new Work(target, false), priority);
+          }
+        }
+        case OWNED -> queue.mark(new Work(target, false), DRIFT);
+        case DELETED -> {
+          if (target instanceof PodTarget) {
+            forget(target);
+          } else {
+            awaitingCache.remove(target);
+          }
+        }
       }
     }
   }
 
   /** A deleted pod: nothing left to write for it. */
   private void forget(Target target) {
-    List<CompletableFuture<Done>> done;
-    synchronized (lock) {
-      dirty.remove(target);
-      done = idleWaiters();
+    for (boolean events : new boolean[] {false, true}) {
+      Work w = new Work(target, events);
+      queue.forget(w);
+      attempts.remove(w);
     }
-    attempts.remove(target);
     eventsWritten.remove(target);
-    done.forEach(f -> f.complete(Done.getInstance()));
-  }
-
-  /** Under {@link #lock}: the waiters to complete if the writer is idle now. */
-  private List<CompletableFuture<Done>> idleWaiters() {
-    if (!dirty.isEmpty() || inFlight != null || waiters.isEmpty()) {
-      return List.of();
-    }
-    List<CompletableFuture<Done>> done = new ArrayList<>(waiters);
-    waiters.clear();
-    return done;
+    awaitingCache.remove(target);
   }
 
   private void work() {
     while (true) {
-      Target target;
-      synchronized (lock) {
-        target = null;
-        while (running && target == null) {
-          Map.Entry<Target, Long> next = earliest();
-          long now = System.nanoTime();
-          try {
-            if (next == null) {
-              lock.wait();
-            } else if (next.getValue() - now <= 0) {
-              target = next.getKey();
-              dirty.remove(target);
-              inFlight = target;
-            } else {
-              TimeUnit.NANOSECONDS.timedWait(lock, next.getValue() - now);
-            }
-          } catch (InterruptedException e) {
-            return;
-          }
-        }
-        if (!running) {
-          return;
-        }
+      WorkQueue.Taken<Work> taken;
+      try {
+        taken = queue.take();
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (taken == null) {
+        return;
       }
       Duration retryIn;
       try {
-        retryIn = sync(target);
+        retryIn = sync(taken.key(), taken.priority());
       } catch (Stopped e) {
+        queue.done(taken.key());
         return;
       }
-      List<CompletableFuture<Done>> done;
-      synchronized (lock) {
-        inFlight = null;
-        if (retryIn != null) {
-          dirty.merge(target, System.nanoTime() + retryIn.toNanos(), Math::max);
-        }
-        done = idleWaiters();
+      if (retryIn != null) {
+        queue.retry(taken.key(), taken.priority(), retryIn.toNanos());
       }
-      done.forEach(f -> f.complete(Done.getInstance()));
+      queue.done(taken.key());
     }
-  }
-
-  private Map.Entry<Target, Long> earliest() {
-    Map.Entry<Target, Long> best = null;
-    for (Map.Entry<Target, Long> e : dirty.entrySet()) {
-      if (best == null || e.getValue() - best.getValue() < 0) {
-        best = e;
-      }
-    }
-    return best;
   }
 
   // ---- one pass ----
 
-  /** Syncs one object; answers when to try again, or {@code null} when it is done. */
-  private Duration sync(Target target) {
+  /** Syncs one unit of work; answers when to try again, or {@code null} when it is done. */
+  private Duration sync(Work work, int priority) {
+    Target target = work.target();
     for (int conflicts = 1; ; conflicts++) {
       try {
         if (target instanceof NodeTarget n) {
-          syncNode(n);
+          if (work.events()) {
+            syncNodeEvents(n);
+          } else {
+            syncNode(n, priority);
+          }
         } else if (target instanceof PodTarget p) {
-          syncPod(p);
+          if (work.events()) {
+            syncPodEvents(p);
+          } else {
+            syncPod(p, priority);
+          }
         } else {
           syncEverything();
         }
-        attempts.remove(target);
+        attempts.remove(work);
         return null;
       } catch (Conflict c) {
         if (conflicts < MAX_CONFLICTS) {
           LOG.debug("{}: conflict, reading again", c.getMessage());
+          try {
+            readAfresh(target);
+          } catch (Gone gone) {
+            return null;
+          } catch (Retry r) {
+            return later(work, r.after);
+          }
           continue;
         }
         LOG.info("{}: {} conflicts in a row; backing off", c.getMessage(), conflicts);
-        return later(target, null);
+        return later(work, null);
       } catch (Gone g) {
         LOG.debug("{}: gone", g.getMessage());
-        attempts.remove(target);
-        eventsWritten.remove(target);
+        attempts.remove(work);
         return null;
       } catch (Retry r) {
-        Duration wait = later(target, r.after);
+        Duration wait = later(work, r.after);
         LOG.info("{}; retrying in {} ms", r.getMessage(), wait.toMillis());
         return wait;
       } catch (Stopped s) {
         throw s;
       } catch (RuntimeException e) {
-        Duration wait = later(target, null);
-        LOG.warn("syncing {} failed; retrying in {} ms", target, wait.toMillis(), e);
+        Duration wait = later(work, null);
+        LOG.warn("syncing {} failed; retrying in {} ms", work, wait.toMillis(), e);
         return wait;
       }
     }
   }
 
-  private Duration later(Target target, Duration retryAfter) {
-    int attempt = attempts.merge(target, 1, Integer::sum);
+  private Duration later(Work work, Duration retryAfter) {
+    int attempt = attempts.merge(work, 1, Integer::sum);
     return backoff.delay(attempt, retryAfter);
+  }
+
+  /** After a 409: the object as the API server holds it now, into the cache (one read). */
+  private void readAfresh(Target target) {
+    reads.incrementAndGet();
+    if (target instanceof NodeTarget n) {
+      Node node = call("read node " + n.name(), () -> client.nodes().withName(n.name()).get());
+      if (node != null) {
+        cache.wrote(node);
+      }
+    } else if (target instanceof PodTarget p) {
+      Pod pod =
+          call(
+              "read pod " + p.namespace() + "/" + p.name(),
+              () -> client.pods().inNamespace(p.namespace()).withName(p.name()).get());
+      if (pod != null) {
+        cache.wrote(pod);
+      }
+    }
   }
 
   private void syncEverything() {
     List<NodeView> nodes = view("list the arbiter's nodes", service.nodes());
     List<PodView> pods = view("list the arbiter's pods", service.pods(Optional.empty()));
     if (nodes != null) {
-      nodes.forEach(n -> mark(new NodeTarget(n.name())));
+      nodes.forEach(
+          n -> {
+            queue.mark(new Work(new NodeTarget(n.name()), false), DRIFT);
+            queue.mark(new Work(new NodeTarget(n.name()), true), DRIFT);
+          });
     }
     if (pods != null) {
-      pods.forEach(p -> mark(new PodTarget(p.namespace(), p.name())));
+      pods.forEach(
+          p -> {
+            queue.mark(new Work(new PodTarget(p.namespace(), p.name()), false), DRIFT);
+            queue.mark(new Work(new PodTarget(p.namespace(), p.name()), true), DRIFT);
+          });
     }
   }
 
-  private void syncNode(NodeTarget target) {
+  private void syncNode(NodeTarget target, int priority) {
     String name = target.name();
     String what = "node " + name;
-    Node node = call("read " + what, () -> client.nodes().withName(name).get());
-    if (node == null) {
-      return;
-    }
     NodeView view = view("the arbiter's view of " + what, service.node(name));
     if (view == null) {
+      return;
+    }
+    Node node = cache.node(name).orElse(null);
+    if (node == null) {
+      awaitingCache.merge(target, priority, Math::min);
       return;
     }
     NodeStatusMode mode = settings.mode();
     NodeStatus desired = NodeWrites.desiredStatus(node, view, mode);
     if (mode == NodeStatusMode.VIRTUAL) {
-      Optional<JsonPatch> record = NodeWrites.recordOwnAllocatable(node, desired);
+      Optional<MergePatch> record = NodeWrites.recordOwnAllocatable(node, desired);
       if (record.isPresent()) {
-        Node patched = patchNode(node, record.get(), "record the own allocatable of " + what);
+        Node read = node;
+        Node patched =
+            patch(
+                "node",
+                "record the own allocatable of " + what,
+                () ->
+                    client
+                        .nodes()
+                        .resource(read)
+                        .patch(PatchContext.of(PatchType.JSON_MERGE), record.get().json()));
         if (patched == null) {
           return;
         }
-        node = patched;
+        node = KubeCache.trim(patched);
         desired = NodeWrites.desiredStatus(node, view, mode);
       }
     }
-    if (!NodeWrites.sameStatus(node.getStatus(), desired)) {
-      Node next = new NodeBuilder(node).withStatus(desired).build();
+    Optional<MergePatch> status = NodeWrites.statusPatch(node, desired, mode);
+    if (status.isPresent()) {
+      String json = status.get().json();
+      Node read = node;
       Node written =
-          write(
+          patch(
               "node",
               "write the status of " + what,
-              () -> client.nodes().resource(next).lockResourceVersion().updateStatus());
+              () ->
+                  client
+                      .nodes()
+                      .resource(read)
+                      .subresource("status")
+                      .patch(PatchContext.of(PatchType.STRATEGIC_MERGE), json));
       if (written != null) {
-        node = written;
+        node = KubeCache.trim(written);
       }
     }
     if (mode == NodeStatusMode.VIRTUAL) {
@@ -474,96 +624,157 @@ public final class KubeWriter implements AutoCloseable {
         forget = Optional.empty();
       }
       if (forget.isPresent()) {
-        patchNode(node, forget.get(), "remove the own-allocatable annotation of " + what);
+        String json = forget.get().json();
+        Node read = node;
+        patch(
+            "node",
+            "remove the own-allocatable annotation of " + what,
+            () -> client.nodes().resource(read).patch(PatchContext.of(PatchType.JSON), json));
       }
     }
-    writeEvents(target, KubeEvents.node(name, node.getMetadata().getUid()), view.events());
   }
 
-  /** On the object as read: without it, fabric8 would read the node again first. */
-  private Node patchNode(Node node, JsonPatch patch, String what) {
-    return write(
-        "node",
-        what,
-        () -> client.nodes().resource(node).patch(PatchContext.of(PatchType.JSON), patch.json()));
+  private void syncNodeEvents(NodeTarget target) {
+    String name = target.name();
+    NodeView view = view("the arbiter's view of node " + name, service.node(name));
+    if (view == null) {
+      return;
+    }
+    String uid = cache.node(name).map(n -> n.getMetadata().getUid()).orElse(null);
+    writeEvents(target, KubeEvents.node(name, uid), view.events());
   }
 
-  private void syncPod(PodTarget target) {
+  private void syncPod(PodTarget target, int priority) {
     String ns = target.namespace();
     String name = target.name();
     String what = "pod " + ns + "/" + name;
-    Pod pod = call("read " + what, () -> client.pods().inNamespace(ns).withName(name).get());
-    if (pod == null) {
-      eventsWritten.remove(target);
-      return;
-    }
     PodView view = view("the arbiter's view of " + what, service.pod(ns, name));
     if (view == null) {
-      eventsWritten.remove(target);
+      return;
+    }
+    Pod pod = cache.pod(ns, name).orElse(null);
+    if (pod == null) {
+      awaitingCache.merge(target, priority, Math::min);
       return;
     }
     String uid = pod.getMetadata().getUid();
     if (view.uid() != null && uid != null && !view.uid().equals(uid)) {
       LOG.debug("{}: the API server has uid {}, the arbiter {}; waiting", what, uid, view.uid());
+      awaitingCache.merge(target, priority, Math::min);
       return;
     }
-    Optional<JsonPatch> annotations = PodWrites.annotationPatch(pod, view);
+    Pod read = pod;
+    Optional<MergePatch> annotations = PodWrites.annotationPatch(pod, view);
     if (annotations.isPresent()) {
-      String patch = annotations.get().json();
-      Pod read = pod;
-      Pod patched =
-          write(
-              "pod",
-              "annotate " + what + " with its device",
-              () ->
-                  client
-                      .pods()
-                      .inNamespace(ns)
-                      .resource(read)
-                      .patch(PatchContext.of(PatchType.JSON), patch));
-      if (patched != null) {
-        pod = patched;
-      }
+      String json = annotations.get().json();
+      patch(
+          "pod",
+          "annotate " + what + " with its device",
+          () ->
+              client
+                  .pods()
+                  .inNamespace(ns)
+                  .resource(read)
+                  .patch(PatchContext.of(PatchType.JSON_MERGE), json));
     }
-    List<PodCondition> conditions = PodWrites.desiredConditions(pod, view);
-    List<PodCondition> current = pod.getStatus() == null ? null : pod.getStatus().getConditions();
-    if (!PodWrites.sameConditions(current, conditions)) {
-      Pod next =
-          new PodBuilder(pod).editOrNewStatus().withConditions(conditions).endStatus().build();
-      write(
+    Optional<MergePatch> conditions = PodWrites.conditionsPatch(pod, view);
+    if (conditions.isPresent()) {
+      String json = conditions.get().json();
+      patch(
           "pod",
           "write the conditions of " + what,
-          () -> client.pods().inNamespace(ns).resource(next).lockResourceVersion().updateStatus());
+          () ->
+              client
+                  .pods()
+                  .inNamespace(ns)
+                  .resource(read)
+                  .subresource("status")
+                  .patch(PatchContext.of(PatchType.STRATEGIC_MERGE), json));
     }
-    writeEvents(target, KubeEvents.pod(ns, name, uid != null ? uid : view.uid()), view.events());
   }
 
+  private void syncPodEvents(PodTarget target) {
+    String ns = target.namespace();
+    String name = target.name();
+    PodView view = view("the arbiter's view of pod " + ns + "/" + name, service.pod(ns, name));
+    if (view == null) {
+      eventsWritten.remove(target);
+      return;
+    }
+    String uid = cache.pod(ns, name).map(p -> p.getMetadata().getUid()).orElse(view.uid());
+    writeEvents(target, KubeEvents.pod(ns, name, uid), view.events());
+  }
+
+  /** A patch whose answer — the object as now stored — goes into the cache. */
+  private <T extends HasMetadata> T patch(String kind, String what, Supplier<T> request) {
+    T written = write(kind, what, request);
+    if (written != null) {
+      cache.wrote(written);
+    }
+    return written;
+  }
+
+  /**
+   * Writes the object's Events as series ({@link KubeEvents#series}): a new series is created, a
+   * series that occurred again since it was written gets its count patched, and one written already
+   * — by this writer, or by an earlier one ({@link #findEvents}) — costs nothing.
+   */
   private void writeEvents(Target target, ObjectReference regarding, List<EventView> events) {
     if (events == null || events.isEmpty()) {
       return;
     }
-    Set<String> written = eventsWritten.computeIfAbsent(target, t -> ConcurrentHashMap.newKeySet());
+    Map<String, Integer> written =
+        eventsWritten.computeIfAbsent(target, t -> new ConcurrentHashMap<>());
     Instant now = now();
-    for (EventView e : events) {
-      String name = KubeEvents.name(regarding, e);
-      if (written.contains(name)) {
+    for (KubeEvents.Series series : KubeEvents.series(regarding, events, now)) {
+      String name = series.name();
+      Integer have = written.get(name);
+      if (have == null) {
+        have = eventsFound.remove(name);
+      }
+      if (have != null && have >= series.count()) {
+        written.put(name, have);
         continue;
       }
-      if (e.time() != null && e.time().isBefore(now.minus(EVENT_TTL))) {
-        written.add(name);
+      if (series.last().isBefore(now.minus(EVENT_TTL))) {
+        written.put(name, series.count());
         continue;
       }
-      Event event = KubeEvents.desired(regarding, e, settings.reportingInstance(), now);
-      try {
-        write(
-            "event",
-            "write Event " + e.reason() + " on " + regarding.getName(),
-            () -> client.resource(event).create());
-      } catch (Conflict exists) {
-        LOG.debug("Event {} exists already", name);
+      String what = "write Event " + series.first().reason() + " on " + regarding.getName();
+      if (have == null) {
+        Event event = KubeEvents.desired(regarding, series, settings.reportingInstance(), now);
+        try {
+          write("event", what, () -> client.resource(event).create());
+        } catch (Conflict exists) {
+          // written before this writer started, and not found then (the list failed)
+          LOG.debug("Event {} exists already", name);
+          if (series.count() > 1) {
+            patchSeries(event.getMetadata().getNamespace(), series, what);
+          }
+        }
+      } else {
+        String namespace =
+            regarding.getNamespace() == null
+                ? KubeEvents.CLUSTER_EVENTS_NAMESPACE
+                : regarding.getNamespace();
+        patchSeries(namespace, series, what);
       }
-      written.add(name);
+      written.put(name, series.count());
     }
+  }
+
+  private void patchSeries(String namespace, KubeEvents.Series series, String what) {
+    write(
+        "event",
+        what + " (" + series.count() + " times)",
+        () ->
+            client
+                .events()
+                .v1()
+                .events()
+                .inNamespace(namespace)
+                .withName(series.name())
+                .patch(PatchContext.of(PatchType.JSON_MERGE), KubeEvents.seriesPatch(series)));
   }
 
   private Instant now() {
@@ -625,34 +836,8 @@ public final class KubeWriter implements AutoCloseable {
     try {
       return request.get();
     } catch (KubernetesClientException e) {
-      throw classify(what, e);
+      throw KubeCalls.classify(what, e);
     }
-  }
-
-  private static RuntimeException classify(String what, KubernetesClientException e) {
-    int code = e.getCode();
-    String detail =
-        what
-            + " failed with "
-            + (code == 0 ? "no response" : "HTTP " + code)
-            + ": "
-            + (e.getStatus() != null && e.getStatus().getMessage() != null
-                ? e.getStatus().getMessage()
-                : e.getMessage());
-    if (code == 409) {
-      return new Conflict(what);
-    }
-    if (code == 404) {
-      return new Gone(what);
-    }
-    if (code == 0 || code == 408 || code == 429 || code >= 500) {
-      Integer seconds =
-          e.getStatus() == null || e.getStatus().getDetails() == null
-              ? null
-              : e.getStatus().getDetails().getRetryAfterSeconds();
-      return new Retry(detail, seconds == null ? null : Duration.ofSeconds(seconds));
-    }
-    return new Rejected(detail);
   }
 
   private <T> T view(String what, CompletionStage<T> stage) {
@@ -672,44 +857,6 @@ public final class KubeWriter implements AutoCloseable {
         return null;
       }
       throw new Retry(what + " failed: " + cause, null);
-    }
-  }
-
-  /** 409: read again and recompute. */
-  private static final class Conflict extends RuntimeException {
-    Conflict(String what) {
-      super(what, null, false, false);
-    }
-  }
-
-  /** 404 on a write: the object is gone; nothing left to do. */
-  private static final class Gone extends RuntimeException {
-    Gone(String what) {
-      super(what, null, false, false);
-    }
-  }
-
-  /** 429, 5xx, timeouts: try again later. */
-  private static final class Retry extends RuntimeException {
-    final Duration after;
-
-    Retry(String detail, Duration after) {
-      super(detail, null, false, false);
-      this.after = after;
-    }
-  }
-
-  /** Any other 4xx: this write is wrong as it stands; log it and move on. */
-  private static final class Rejected extends RuntimeException {
-    Rejected(String detail) {
-      super(detail, null, false, false);
-    }
-  }
-
-  /** The writer was closed during a wait. */
-  private static final class Stopped extends RuntimeException {
-    Stopped() {
-      super("stopped", null, false, false);
     }
   }
 }

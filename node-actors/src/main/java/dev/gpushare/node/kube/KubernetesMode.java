@@ -4,7 +4,6 @@ import dev.gpushare.node.api.GpuShareService;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import java.util.Optional;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -32,9 +31,10 @@ public final class KubernetesMode implements AutoCloseable {
   }
 
   /**
-   * How often the writer checks every object even though the arbiter announced nothing: heals what
-   * others changed (a kubelet that re-registers and zeroes the extended resources, a user who edits
-   * a condition) at one read per object per period.
+   * How often the writer checks every object against its cache even though the arbiter announced
+   * nothing: a safety net (the writer's informers already report others' changes to what gpushare
+   * owns — a kubelet that re-registers and zeroes the extended resources, a user who edits a
+   * condition); a check that agrees costs no request.
    */
   static final java.time.Duration RESYNC = java.time.Duration.ofMinutes(5);
 
@@ -53,48 +53,23 @@ public final class KubernetesMode implements AutoCloseable {
       KubernetesClient client,
       Optional<String> nodeName,
       KubeSyncSettings settings) {
-    AtomicReference<KubeWriter> local = new AtomicReference<>();
     ActorRef<Command> singleton =
         ClusterSingleton.get(system)
             .init(
                 SingletonActor.of(
-                    Behaviors.supervise(kubeSync(client, service, settings, local))
+                    Behaviors.supervise(kubeSync(client, service, settings))
                         .onFailure(SupervisorStrategy.restart()),
                     "kube-sync"));
-    // When the singleton runs in this member, others' changes to what it owns are checked at
-    // once; elsewhere the periodic resync heals them.
-    KubeSource.Tampering tampering =
-        new KubeSource.Tampering() {
-          @Override
-          public void node(String name) {
-            KubeWriter writer = local.get();
-            if (writer != null) {
-              writer.markNode(name);
-            }
-          }
-
-          @Override
-          public void pod(String namespace, String name) {
-            KubeWriter writer = local.get();
-            if (writer != null) {
-              writer.markPod(namespace, name);
-            }
-          }
-        };
-    KubeSource source = new KubeSource(client, service, nodeName, tampering);
+    KubeSource source = new KubeSource(client, service, nodeName);
     return source.start().thenApply(v -> new KubernetesMode(source, singleton));
   }
 
   /** Hosts one {@link KubeWriter} for as long as this member holds the singleton. */
   static Behavior<Command> kubeSync(
-      KubernetesClient client,
-      GpuShareService service,
-      KubeSyncSettings settings,
-      AtomicReference<KubeWriter> local) {
+      KubernetesClient client, GpuShareService service, KubeSyncSettings settings) {
     return Behaviors.setup(
         ctx -> {
           KubeWriter writer = new KubeWriter(client, service, settings).start();
-          local.set(writer);
           ctx.getLog().info("KubeSync started: the only writer to the API server on this cluster");
           return Behaviors.withTimers(
               timers -> {
@@ -109,7 +84,6 @@ public final class KubernetesMode implements AutoCloseable {
                     .onSignal(
                         PostStop.class,
                         signal -> {
-                          local.compareAndSet(writer, null);
                           writer.close();
                           return Behaviors.same();
                         })

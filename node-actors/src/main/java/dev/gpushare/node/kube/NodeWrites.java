@@ -77,7 +77,7 @@ final class NodeWrites {
    * VIRTUAL, before the status write: the patch that records the node's own allocatable, needed
    * when {@code desired} changes a recorded resource and the annotation is absent.
    */
-  static Optional<JsonPatch> recordOwnAllocatable(Node current, NodeStatus desired) {
+  static Optional<MergePatch> recordOwnAllocatable(Node current, NodeStatus desired) {
     if (hasAnnotation(current)) {
       return Optional.empty();
     }
@@ -89,13 +89,82 @@ final class NodeWrites {
     if (!changes) {
       return Optional.empty();
     }
-    JsonPatch patch = new JsonPatch();
-    String value = OwnAllocatable.write(OwnAllocatable.ofStatus(current));
-    Map<String, String> annotations = current.getMetadata().getAnnotations();
-    if (annotations == null || annotations.isEmpty()) {
-      patch.add("/metadata/annotations", Map.of(OwnAllocatable.ANNOTATION, value));
-    } else {
-      patch.add(JsonPatch.annotation(OwnAllocatable.ANNOTATION), value);
+    // a read-modify-write: the values recorded must be the ones the status write replaces
+    return Optional.of(
+        new MergePatch()
+            .set(
+                OwnAllocatable.write(OwnAllocatable.ofStatus(current)),
+                "metadata",
+                "annotations",
+                OwnAllocatable.ANNOTATION)
+            .precondition(
+                current.getMetadata().getResourceVersion(), "metadata", "resourceVersion"));
+  }
+
+  /**
+   * The strategic merge patch of the node's status that turns {@code current} into {@code desired}
+   * in what gpushare owns — the percentage resources (and in VIRTUAL mode the recorded
+   * allocatable), and its conditions, merged by type — or empty when nothing differs. Other
+   * resources and conditions are not in it. It carries the resource version only when it replaces
+   * the recorded allocatable (a read-modify-write of values another writer may own).
+   */
+  static Optional<MergePatch> statusPatch(Node current, NodeStatus desired, NodeStatusMode mode) {
+    NodeStatus now = current.getStatus() == null ? new NodeStatus() : current.getStatus();
+    MergePatch patch = new MergePatch();
+    List<String> resources = new ArrayList<>(PERCENTAGES);
+    if (mode == NodeStatusMode.VIRTUAL) {
+      resources.addAll(OwnAllocatable.RECORDED);
+    }
+    boolean recorded = false;
+    for (String r : resources) {
+      for (String field : List.of("capacity", "allocatable")) {
+        Map<String, Quantity> is =
+            field.equals("capacity") ? now.getCapacity() : now.getAllocatable();
+        Map<String, Quantity> want =
+            field.equals("capacity") ? desired.getCapacity() : desired.getAllocatable();
+        Quantity a = get(is, r);
+        Quantity b = get(want, r);
+        if (!sameQuantity(a, b)) {
+          patch.set(b == null ? null : b.toString(), "status", field, r);
+          recorded |= OwnAllocatable.RECORDED.contains(r);
+        }
+      }
+    }
+    Map<String, io.fabric8.kubernetes.api.model.NodeCondition> is = new LinkedHashMap<>();
+    if (now.getConditions() != null) {
+      now.getConditions().forEach(c -> is.put(c.getType(), c));
+    }
+    List<Object> entries = new ArrayList<>();
+    Set<String> wanted = new java.util.HashSet<>();
+    for (io.fabric8.kubernetes.api.model.NodeCondition c :
+        desired.getConditions() == null
+            ? List.<io.fabric8.kubernetes.api.model.NodeCondition>of()
+            : desired.getConditions()) {
+      if (!OUR_CONDITIONS.contains(c.getType())) {
+        continue;
+      }
+      wanted.add(c.getType());
+      io.fabric8.kubernetes.api.model.NodeCondition before = is.get(c.getType());
+      if (before == null || !sameCondition(before, c)) {
+        entries.add(MergePatch.map(c));
+      }
+    }
+    for (String type : is.keySet()) {
+      if (OUR_CONDITIONS.contains(type) && !wanted.contains(type)) {
+        Map<String, Object> delete = new LinkedHashMap<>();
+        delete.put("type", type);
+        delete.put("$patch", "delete");
+        entries.add(delete);
+      }
+    }
+    if (!entries.isEmpty()) {
+      patch.set(entries, "status", "conditions");
+    }
+    if (!patch.changes()) {
+      return Optional.empty();
+    }
+    if (recorded) {
+      patch.precondition(current.getMetadata().getResourceVersion(), "metadata", "resourceVersion");
     }
     return Optional.of(patch);
   }

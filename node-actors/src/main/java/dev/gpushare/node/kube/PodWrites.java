@@ -16,14 +16,15 @@ import java.util.TreeMap;
 
 /**
  * What gpushare wants a pod to look like in the API server (SPEC §7), as pure functions of the pod
- * as just read and the arbiter's {@link PodView}; {@link KubeWriter} applies them.
+ * as the writer's cache holds it and the arbiter's {@link PodView}: the patches that bring it in
+ * line, which {@link KubeWriter} sends.
  *
  * <p>gpushare owns the annotations {@code gpushare.dev/gpu-index} (the device's real index on the
  * node) and {@code gpushare.dev/gpu-uuid}, present exactly while the pod has a device, and the pod
  * conditions of the types it writes ({@value PodNotes#RECLAIM_CONDITION}, {@value
  * PodNotes#ALLOCATED_CONDITION}): each as the view has it, removed when the view has none of that
- * type. The kubelet's conditions and everything else are kept as read. Conditions compare without
- * {@code lastProbeTime} and with times to the second.
+ * type. The kubelet's conditions and everything else are never in a patch. Conditions compare
+ * without {@code lastProbeTime} and with times to the second.
  */
 final class PodWrites {
   private PodWrites() {}
@@ -47,77 +48,68 @@ final class PodWrites {
   }
 
   /**
-   * The metadata patch that brings the pod's annotations in line, or empty when they already are.
-   * It tests the pod's uid first, so that it never lands on a pod recreated under the same name.
+   * The JSON merge patch that brings the pod's annotations in line, or empty when they already are.
+   * It carries the pod's uid, so that it never lands on a pod recreated under the same name (the
+   * API server refuses to change a uid), and touches no other annotation.
    */
-  static Optional<JsonPatch> annotationPatch(Pod current, PodView view) {
+  static Optional<MergePatch> annotationPatch(Pod current, PodView view) {
     Map<String, String> now = current.getMetadata().getAnnotations();
     Map<String, String> wanted = desiredAnnotations(view);
-    JsonPatch patch = new JsonPatch();
-    if (current.getMetadata().getUid() != null) {
-      patch.test("/metadata/uid", current.getMetadata().getUid());
-    }
-    if (now == null || now.isEmpty()) {
-      // fabric8 shows an absent map as empty; adding the whole map works either way, where adding
-      // one key to an absent map would fail
-      if (!wanted.isEmpty()) {
-        patch.add("/metadata/annotations", wanted);
-      }
-    } else {
-      for (String key : List.of(GPU_INDEX, GPU_UUID)) {
-        String value = wanted.get(key);
-        if (value == null && now.containsKey(key)) {
-          patch.remove(JsonPatch.annotation(key));
-        } else if (value != null && !value.equals(now.get(key))) {
-          patch.add(JsonPatch.annotation(key), value);
-        }
+    MergePatch patch = new MergePatch();
+    for (String key : List.of(GPU_INDEX, GPU_UUID)) {
+      String value = wanted.get(key);
+      String is = now == null ? null : now.get(key);
+      if (!Objects.equals(value, is)) {
+        patch.set(value, "metadata", "annotations", key);
       }
     }
-    return patch.changes() ? Optional.of(patch) : Optional.empty();
+    return withUid(current, patch);
   }
 
   /**
-   * The conditions to hold: the current ones in their order, ours replaced by the view's (kept as
-   * they are when equal), ours the view no longer has dropped, ours that are new appended.
+   * The strategic merge patch of the pod's status that brings gpushare's conditions in line, or
+   * empty when they already are: the view's conditions that differ, and a delete directive for each
+   * of ours the view no longer has. The kubelet's conditions are merged by type and never touched.
    */
-  static List<PodCondition> desiredConditions(Pod current, PodView view) {
-    Map<String, PodCondition> ours = new LinkedHashMap<>();
+  static Optional<MergePatch> conditionsPatch(Pod current, PodView view) {
+    Map<String, PodCondition> now = new LinkedHashMap<>();
+    if (current.getStatus() != null && current.getStatus().getConditions() != null) {
+      current.getStatus().getConditions().forEach(c -> now.put(c.getType(), c));
+    }
+    List<Object> entries = new ArrayList<>();
+    Set<String> wantedTypes = new java.util.HashSet<>();
     for (PodConditionView c :
         view.conditions() == null ? List.<PodConditionView>of() : view.conditions()) {
-      ours.put(c.type(), kube(c));
-    }
-    List<PodCondition> now =
-        current.getStatus() == null || current.getStatus().getConditions() == null
-            ? List.of()
-            : current.getStatus().getConditions();
-    List<PodCondition> out = new ArrayList<>();
-    for (PodCondition c : now) {
-      boolean owned = OUR_CONDITIONS.contains(c.getType()) || ours.containsKey(c.getType());
-      if (!owned) {
-        out.add(c);
-        continue;
-      }
-      PodCondition wanted = ours.remove(c.getType());
-      if (wanted != null) {
-        out.add(sameCondition(c, wanted) ? c : wanted);
+      wantedTypes.add(c.type());
+      PodCondition wanted = kube(c);
+      PodCondition is = now.get(c.type());
+      if (is == null || !sameCondition(is, wanted)) {
+        entries.add(MergePatch.map(wanted));
       }
     }
-    out.addAll(ours.values());
-    return out;
+    for (String type : now.keySet()) {
+      if (OUR_CONDITIONS.contains(type) && !wantedTypes.contains(type)) {
+        Map<String, Object> delete = new LinkedHashMap<>();
+        delete.put("type", type);
+        delete.put("$patch", "delete");
+        entries.add(delete);
+      }
+    }
+    MergePatch patch = new MergePatch();
+    if (!entries.isEmpty()) {
+      patch.set(entries, "status", "conditions");
+    }
+    return withUid(current, patch);
   }
 
-  static boolean sameConditions(List<PodCondition> a, List<PodCondition> b) {
-    List<PodCondition> x = a == null ? List.of() : a;
-    List<PodCondition> y = b == null ? List.of() : b;
-    if (x.size() != y.size()) {
-      return false;
+  private static Optional<MergePatch> withUid(Pod current, MergePatch patch) {
+    if (!patch.changes()) {
+      return Optional.empty();
     }
-    for (int i = 0; i < x.size(); i++) {
-      if (!sameCondition(x.get(i), y.get(i))) {
-        return false;
-      }
+    if (current.getMetadata().getUid() != null) {
+      patch.precondition(current.getMetadata().getUid(), "metadata", "uid");
     }
-    return true;
+    return Optional.of(patch);
   }
 
   private static boolean sameCondition(PodCondition a, PodCondition b) {

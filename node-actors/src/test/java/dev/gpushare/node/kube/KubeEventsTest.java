@@ -2,6 +2,7 @@ package dev.gpushare.node.kube;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.gpushare.arbiter.PodKey;
@@ -11,6 +12,7 @@ import io.fabric8.kubernetes.api.model.ObjectReference;
 import io.fabric8.kubernetes.api.model.events.v1.Event;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class KubeEventsTest {
@@ -37,12 +39,39 @@ class KubeEventsTest {
   }
 
   @Test
-  void theSameRecordedEventAlwaysHasTheSameNameAndAnotherOneAnother() {
+  void theSameSeriesAlwaysHasTheSameNameAndAnotherOneAnother() {
     String name = KubeEvents.name(POD, victim(AT));
     assertEquals(name, KubeEvents.name(POD, victim(AT)));
     assertTrue(name.matches("victim\\.[0-9a-f]{16}"), name);
-    assertNotEquals(name, KubeEvents.name(POD, victim(AT.plusSeconds(1))));
+    assertEquals(name, KubeEvents.name(POD, victim(AT.plusSeconds(1))), "a repeat: one series");
+    assertNotEquals(
+        name,
+        KubeEvents.name(
+            POD, Fixtures.event(PodNotes.victimEvent(new PodKey("ns", "other", "uid-3"), AT))),
+        "another note: another series");
     assertNotEquals(name, KubeEvents.name(KubeEvents.pod("ns", "victim", "uid-9"), victim(AT)));
+  }
+
+  @Test
+  void repeatsAreOneEventWithASeries() {
+    List<KubeEvents.Series> series =
+        KubeEvents.series(
+            POD, List.of(victim(AT), victim(AT.plusSeconds(60)), victim(AT.plusSeconds(30))), AT);
+    assertEquals(1, series.size());
+    KubeEvents.Series s = series.get(0);
+    assertEquals(3, s.count());
+    assertEquals(AT.plusSeconds(60), s.last());
+    Event e = KubeEvents.desired(POD, s, "gpushare-0", AT);
+    assertEquals("2026-01-01T00:00:00.123456Z", e.getEventTime().getTime(), "the first one");
+    assertEquals(3, e.getSeries().getCount());
+    assertEquals("2026-01-01T00:01:00.123456Z", e.getSeries().getLastObservedTime().getTime());
+    assertEquals(
+        "{\"series\":{\"count\":3,\"lastObservedTime\":\"2026-01-01T00:01:00.123456Z\"}}",
+        KubeEvents.seriesPatch(s));
+    assertNull(
+        KubeEvents.desired(POD, KubeEvents.series(POD, List.of(victim(AT)), AT).get(0), "i", AT)
+            .getSeries(),
+        "one occurrence: no series");
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.gpushare.node.kube;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.gpushare.node.fake.ApiServerSemantics;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.server.mock.KubernetesCrudDispatcher;
 import io.fabric8.kubernetes.client.server.mock.KubernetesMockServer;
@@ -51,18 +52,32 @@ final class MockApi implements AutoCloseable {
     }
   }
 
-  /** The requests received so far, as {@code "METHOD path"}, oldest first. */
+  /**
+   * The requests received so far, as {@code "METHOD path"}, oldest first, without the lists and
+   * watches of whole collections: the informers' ({@code GET /api/v1/pods}) and the writer's one
+   * list of its Events when it starts.
+   */
   List<String> requests() {
     synchronized (dispatcher) {
-      return List.copyOf(dispatcher.log);
+      return dispatcher.log.stream().filter(r -> !collection(r)).toList();
     }
   }
 
-  /** The requests with their answers, as {@code "METHOD path → code"}, oldest first. */
+  /** The requests with their answers, as {@code "METHOD path → code"}, as {@link #requests}. */
   List<String> exchanges() {
     synchronized (dispatcher) {
-      return List.copyOf(dispatcher.exchanges);
+      return dispatcher.exchanges.stream().filter(r -> !collection(r)).toList();
     }
+  }
+
+  /** A list or watch of a whole collection (what informers send). */
+  private static boolean collection(String line) {
+    String path = line.split(" ")[1];
+    return line.startsWith("GET ")
+        && (path.equals("/api/v1/nodes")
+            || path.equals("/api/v1/pods")
+            || path.matches("/api/v1/namespaces/[^/]+/pods")
+            || path.equals("/apis/events.k8s.io/v1/events"));
   }
 
   void clearRequests() {
@@ -99,6 +114,9 @@ final class MockApi implements AutoCloseable {
           faults.poll();
           response = status(fault.code, "injected failure");
         }
+      }
+      if (response == null) {
+        response = ApiServerSemantics.answer(request, this::handleGet, super::dispatch);
       }
       if (response == null) {
         response = super.dispatch(request);

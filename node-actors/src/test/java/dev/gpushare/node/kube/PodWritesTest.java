@@ -8,7 +8,12 @@ import io.fabric8.kubernetes.api.model.PodBuilder;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The exact JSON patches, as the real API server will apply them (RFC 6902). */
+/**
+ * The exact patches, as the real API server will apply them: a JSON merge patch (RFC 7386) of
+ * gpushare's annotations only, and a strategic merge patch of its conditions only (merged by type),
+ * each with the pod's uid (the API server refuses to change it: the patch never lands on a pod
+ * recreated under the same name) and no resource version.
+ */
 class PodWritesTest {
   static final String UID = "0b6f7d2e-1111-2222-3333-444455556666";
 
@@ -17,23 +22,22 @@ class PodWritesTest {
   }
 
   @Test
-  void aPodWithoutAnnotationsGetsTheWholeMapAfterAUidTest() {
+  void aPodWithoutAnnotationsGetsOursAndTheUid() {
     String patch =
         PodWrites.annotationPatch(pod(), Fixtures.running("ns", "p", UID, "n", 3))
             .orElseThrow()
             .json();
     assertEquals(
-        "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\""
+        "{\"metadata\":{\"annotations\":{\"gpushare.dev/gpu-index\":\"3\","
+            + "\"gpushare.dev/gpu-uuid\":\"GPU-00000003-0000-0000-0000-000000000000\"},"
+            + "\"uid\":\""
             + UID
-            + "\"},"
-            + "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":"
-            + "{\"gpushare.dev/gpu-index\":\"3\","
-            + "\"gpushare.dev/gpu-uuid\":\"GPU-00000003-0000-0000-0000-000000000000\"}}]",
+            + "\"}}",
         patch);
   }
 
   @Test
-  void otherAnnotationsStayAndOursAreAddedOrRemovedOneByOne() {
+  void otherAnnotationsStayAndOursAreSetOrRemovedOneByOne() {
     Pod annotated =
         new PodBuilder(pod())
             .editMetadata()
@@ -47,11 +51,11 @@ class PodWritesTest {
             .orElseThrow()
             .json();
     assertEquals(
-        "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\""
+        "{\"metadata\":{\"annotations\":"
+            + "{\"gpushare.dev/gpu-uuid\":\"GPU-00000003-0000-0000-0000-000000000000\"},"
+            + "\"uid\":\""
             + UID
-            + "\"},"
-            + "{\"op\":\"add\",\"path\":\"/metadata/annotations/gpushare.dev~1gpu-uuid\","
-            + "\"value\":\"GPU-00000003-0000-0000-0000-000000000000\"}]",
+            + "\"}}",
         moved);
     String released =
         PodWrites.annotationPatch(
@@ -60,12 +64,48 @@ class PodWritesTest {
             .orElseThrow()
             .json();
     assertEquals(
-        "[{\"op\":\"test\",\"path\":\"/metadata/uid\",\"value\":\""
+        "{\"metadata\":{\"annotations\":"
+            + "{\"gpushare.dev/gpu-index\":null,\"gpushare.dev/gpu-uuid\":null},"
+            + "\"uid\":\""
             + UID
-            + "\"},"
-            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/gpushare.dev~1gpu-index\"},"
-            + "{\"op\":\"remove\",\"path\":\"/metadata/annotations/gpushare.dev~1gpu-uuid\"}]",
+            + "\"}}",
         released);
+  }
+
+  @Test
+  void conditionsPatchOnlyOursAndDeleteWhatTheViewNoLongerHas() {
+    Pod withReclaim =
+        new PodBuilder(pod())
+            .editOrNewStatus()
+            .addNewCondition()
+            .withType("Ready")
+            .withStatus("True")
+            .endCondition()
+            .addNewCondition()
+            .withType(dev.gpushare.arbiter.PodNotes.RECLAIM_CONDITION)
+            .withStatus("True")
+            .withReason("Preempted")
+            .endCondition()
+            .endStatus()
+            .build();
+    String patch =
+        PodWrites.conditionsPatch(
+                withReclaim,
+                Fixtures.podView("ns", "p", UID, "n", "Hibernation", null, List.of(), List.of()))
+            .orElseThrow()
+            .json();
+    assertEquals(
+        "{\"status\":{\"conditions\":[{\"type\":\""
+            + dev.gpushare.arbiter.PodNotes.RECLAIM_CONDITION
+            + "\",\"$patch\":\"delete\"}]},\"metadata\":{\"uid\":\""
+            + UID
+            + "\"}}",
+        patch);
+    assertTrue(
+        PodWrites.conditionsPatch(
+                pod(), Fixtures.podView("ns", "p", UID, "n", "Ready", null, List.of(), List.of()))
+            .isEmpty(),
+        "the kubelet's conditions are not ours to patch");
   }
 
   @Test
