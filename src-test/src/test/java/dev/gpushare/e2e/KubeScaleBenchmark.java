@@ -95,6 +95,7 @@ class KubeScaleBenchmark {
       int burst,
       int concurrency,
       long holdMillis,
+      long holdMaxMillis,
       int probes,
       int windowSeconds,
       int nodeChanges,
@@ -112,6 +113,7 @@ class KubeScaleBenchmark {
           intProp("burst", 40),
           intProp("concurrency", 16),
           intProp("hold-ms", 200),
+          intProp("hold-max-ms", intProp("hold-ms", 200)),
           intProp("probes", 4),
           intProp("window-seconds", 90),
           intProp("node-changes", 100),
@@ -162,6 +164,8 @@ class KubeScaleBenchmark {
     List<Watch> watches = new ArrayList<>();
     KubernetesClient watchClient = null;
     ExecutorService pool = Executors.newFixedThreadPool(p.concurrency() + p.probes() + 20);
+    // creates go 32 at a time whatever the loops' concurrency: more only queue in the API server
+    ExecutorService setup = Executors.newFixedThreadPool(32);
     String load0 = loadAverage();
     try {
       KubeControlPlane plane = kube.plane();
@@ -212,11 +216,11 @@ class KubeScaleBenchmark {
       long t0 = System.nanoTime();
       List<Future<?>> creates = new ArrayList<>();
       for (String n : nodeNames) {
-        creates.add(pool.submit(() -> admin.nodes().resource(kwokNode(n, null)).create()));
+        creates.add(setup.submit(() -> admin.nodes().resource(kwokNode(n, null)).create()));
       }
       for (String n : preNodes) {
         creates.add(
-            pool.submit(
+            setup.submit(
                 () ->
                     admin
                         .nodes()
@@ -228,11 +232,11 @@ class KubeScaleBenchmark {
       creates.clear();
       for (String pod : podNames) {
         String yaml = KubernetesModeTest.sharePodYaml(pod, podNode.get(pod), 10, 50);
-        creates.add(pool.submit(() -> admin.resource(yaml).inNamespace(NS).create()));
+        creates.add(setup.submit(() -> admin.resource(yaml).inNamespace(NS).create()));
       }
       for (String pod : prePods) {
         String yaml = KubernetesModeTest.sharePodYaml(pod, podNode.get(pod), 50, 100);
-        creates.add(pool.submit(() -> admin.resource(yaml).inNamespace(NS).create()));
+        creates.add(setup.submit(() -> admin.resource(yaml).inNamespace(NS).create()));
       }
       awaitAll(creates);
       double createSeconds = (System.nanoTime() - t0) / 1e9;
@@ -346,7 +350,11 @@ class KubeScaleBenchmark {
                       } else {
                         queued.incrementAndGet();
                       }
-                      sleep(p.holdMillis());
+                      // held for hold-ms, or uniformly between hold-ms and hold-max-ms
+                      sleep(
+                          p.holdMillis()
+                              + java.util.concurrent.ThreadLocalRandom.current()
+                                  .nextLong(p.holdMaxMillis() - p.holdMillis() + 1));
                       Api.Resp d = api.delete(Api.podPath(pod) + "/demand");
                       long e = System.nanoTime();
                       if (d.status() != 200) {
@@ -612,6 +620,7 @@ class KubeScaleBenchmark {
         ChildProcess.killTree(kwok.toHandle());
       }
       pool.shutdownNow();
+      setup.shutdownNow();
       kube.close();
       KubeControlPlane.deleteTree(work);
     }
@@ -705,7 +714,7 @@ class KubeScaleBenchmark {
 
   /**
    * Waits for the writer's first full pass: every node's status written, and the member's reads of
-   * pods and nodes (only the writer reads single objects) at rest for 4 s; at most {@code seconds}.
+   * single pods and nodes and its writes at rest for 4 s; at most {@code seconds}.
    */
   private Settle settle(KubernetesClient admin, Tracks tracks, int nodes, int seconds)
       throws InterruptedException {
@@ -715,6 +724,9 @@ class KubeScaleBenchmark {
     while (System.nanoTime() < deadline) {
       Map<String, Long> c = apiCounts(admin);
       long gets = c.getOrDefault("GET pods", 0L) + c.getOrDefault("GET nodes", 0L);
+      for (String w : MEMBER_WRITES) {
+        gets += c.getOrDefault(w, 0L);
+      }
       if (gets == last && tracks.nodesWithStatus() >= nodes) {
         if (++still >= 2) {
           return new Settle(true, gets);
@@ -1022,9 +1034,18 @@ class KubeScaleBenchmark {
     return List.of("POST", "PUT", "PATCH", "DELETE", "APPLY").contains(verb);
   }
 
-  /** What the member writes: pod annotations and conditions, node status, Events. */
+  /**
+   * What the member writes: pod annotations and conditions, node status (and on virtual nodes the
+   * own-allocatable annotation), Events and their series.
+   */
   static final List<String> MEMBER_WRITES =
-      List.of("PATCH pods", "PUT pods/status", "PUT nodes/status", "POST events.k8s.io/events");
+      List.of(
+          "PATCH pods",
+          "PATCH pods/status",
+          "PATCH nodes/status",
+          "PATCH nodes",
+          "POST events.k8s.io/events",
+          "PATCH events.k8s.io/events");
 
   static final List<String> MEMBER_READS = List.of("GET pods", "GET nodes");
 
@@ -1247,7 +1268,7 @@ class KubeScaleBenchmark {
     say("");
     say(
         "## KubeScaleBenchmark: %,d nodes (%,d with preemption), %,d pods; member qps %s, burst %d;"
-            + " %d loops, hold %d ms, %d probes, window %d s",
+            + " %d loops, hold %d..%d ms, %d probes, window %d s",
         r.nodes(),
         p.preemptNodes(),
         r.pods(),
@@ -1255,6 +1276,7 @@ class KubeScaleBenchmark {
         p.burst(),
         p.concurrency(),
         p.holdMillis(),
+        p.holdMaxMillis(),
         p.probes(),
         p.windowSeconds());
     say(

@@ -315,6 +315,7 @@ class MetricsRoutesTest {
     ExpositionText m = ExpositionText.parse(text(metrics, List.of(), List.of()));
     assertTrue(m.find("gpushare_kubernetes_writes_total").isEmpty());
     assertTrue(m.find("gpushare_kubernetes_write_errors_total").isEmpty());
+    assertTrue(m.find("gpushare_kubernetes_writer_backlog").isEmpty());
     for (String operation : GpuShareMetrics.JOURNAL_OPERATIONS) {
       assertEquals(
           0,
@@ -325,6 +326,11 @@ class MetricsRoutesTest {
     m = ExpositionText.parse(text(metrics, List.of(), List.of()));
     assertEquals(3, m.find("gpushare_kubernetes_writes_total").size());
     assertEquals(12, m.find("gpushare_kubernetes_write_errors_total").size());
+    assertEquals(0, m.value("gpushare_kubernetes_writer_backlog"));
+    metrics.kubernetesWriterBacklog(7);
+    metrics.kubernetesWriterStarted(); // a second writer on this member (after a fail-over)
+    m = ExpositionText.parse(text(metrics, List.of(), List.of()));
+    assertEquals(0, m.value("gpushare_kubernetes_writer_backlog"));
   }
 
   @Test

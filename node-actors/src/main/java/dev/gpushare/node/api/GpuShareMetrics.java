@@ -112,7 +112,7 @@ public final class GpuShareMetrics implements ArbiterMetrics {
   private final Counter journalErrors;
   private final Counter kubernetesWriteErrors;
   private final Counter kubernetesWrites;
-  private final Gauge kubernetesBacklog;
+  private volatile Gauge kubernetesBacklog;
   private final Counter httpRequests;
   private final Histogram httpDuration;
   private final Gauge ungranted;
@@ -179,14 +179,6 @@ public final class GpuShareMetrics implements ArbiterMetrics {
                     + " (node, pod, event); each retry counts again. With"
                     + " gpushare_kubernetes_write_errors_total, the share that failed.")
             .labelNames("kind")
-            .register(registry);
-    kubernetesBacklog =
-        Gauge.builder()
-            .name("gpushare_kubernetes_writer_backlog")
-            .help(
-                "Work the Kubernetes writer has not finished: objects and Events marked and not yet"
-                    + " written or found unchanged, those being written included. 0 when the API"
-                    + " server shows everything decided.")
             .register(registry);
     httpRequests =
         Counter.builder()
@@ -297,6 +289,18 @@ public final class GpuShareMetrics implements ArbiterMetrics {
    * object kind and reason, so that rates and {@code increase} work from its first write.
    */
   public void kubernetesWriterStarted() {
+    synchronized (this) {
+      if (kubernetesBacklog == null) {
+        kubernetesBacklog =
+            Gauge.builder()
+                .name("gpushare_kubernetes_writer_backlog")
+                .help(
+                    "Work the Kubernetes writer has not finished: objects and Events marked and not yet"
+                        + " written or found unchanged, those being written included. 0 when the API"
+                        + " server shows everything decided.")
+                .register(registry);
+      }
+    }
     kubernetesBacklog.set(0);
     for (String kind : KUBERNETES_KINDS) {
       kubernetesWrites.initLabelValues(kind);
@@ -308,7 +312,10 @@ public final class GpuShareMetrics implements ArbiterMetrics {
 
   /** The Kubernetes writer's unfinished work: waiting and in flight. */
   public void kubernetesWriterBacklog(int work) {
-    kubernetesBacklog.set(work);
+    Gauge g = kubernetesBacklog;
+    if (g != null) {
+      g.set(work);
+    }
   }
 
   /** The Kubernetes writer sends a write of an object of {@code kind} (node, pod, event). */
