@@ -108,6 +108,9 @@ public final class KubeWriter implements AutoCloseable {
   /** A key is due this long after its first mark: marks within it fold into one pass. */
   static final long WINDOW_MILLIS = 50;
 
+  /** A due key gains one priority level per this many milliseconds of waiting (no starvation). */
+  static final long AGING_MILLIS = 1000;
+
   /** Priorities, first first. */
   static final int DECISIONS = 0;
 
@@ -187,6 +190,7 @@ public final class KubeWriter implements AutoCloseable {
     this.queue =
         new WorkQueue<>(
             TimeUnit.MILLISECONDS.toNanos(WINDOW_MILLIS),
+            TimeUnit.MILLISECONDS.toNanos(AGING_MILLIS),
             System::nanoTime,
             metrics::kubernetesWriterBacklog);
     this.cache = new KubeCache(client, new CacheChanges());

@@ -25,7 +25,7 @@ class WorkQueueTest {
 
   final AtomicLong now = new AtomicLong(1_000 * MS);
   final AtomicInteger pending = new AtomicInteger();
-  final WorkQueue<String> queue = new WorkQueue<>(50 * MS, now::get, pending::set);
+  final WorkQueue<String> queue = new WorkQueue<>(50 * MS, 1000 * MS, now::get, pending::set);
   final ExecutorService pool = Executors.newCachedThreadPool();
 
   @AfterEach
@@ -74,6 +74,23 @@ class WorkQueueTest {
       queue.done(t.substring(0, t.indexOf('@')));
     }
     assertEquals(List.of("grant-1@0", "grant-2@0", "node@1", "events@2", "drift@3"), order);
+  }
+
+  @Test
+  void lowerPrioritiesAgeSoThatASaturatedWriterDelaysThemButNeverStarvesThem() throws Exception {
+    queue.mark("node-status", 1);
+    now.addAndGet(50 * MS);
+    // a stream of fresh decisions: each goes first while the node status has waited < 1 s more
+    queue.mark("grant-1", 0);
+    now.addAndGet(50 * MS);
+    assertEquals("grant-1@0", takeNow());
+    queue.done("grant-1");
+    now.addAndGet(1100 * MS); // the node status has now been due 1.15 s
+    queue.mark("grant-2", 0);
+    now.addAndGet(50 * MS);
+    assertEquals("node-status@1", takeNow(), "due 1.2 s: it outranks a decision due 0 s");
+    queue.done("node-status");
+    assertEquals("grant-2@0", takeNow());
   }
 
   @Test
