@@ -83,9 +83,10 @@ import org.slf4j.LoggerFactory;
  * a token of one shared {@link TokenBucket} ({@code qps}, {@code burst}). 429, 5xx, timeouts and
  * I/O errors put the work back with exponential back-off and jitter ({@link Backoff}, up to {@code
  * maxBackoff}, longer if the server says Retry-After); other 4xx are logged and that write is
- * dropped until the next change. Events carry stable names ({@link KubeEvents#name}), so an Event
- * is never written twice, not even by the next writer after a fail-over; Events older than {@link
- * #EVENT_TTL} (the API server's default Event lifetime) are not written at all.
+ * dropped until the next change. Events are written as series under stable names ({@link
+ * KubeEvents}), and a writer lists the ones written before it started, so an Event is never written
+ * twice, not even by the next writer after a fail-over; Events older than {@link #EVENT_TTL} (the
+ * API server's default Event lifetime) are not written at all.
  *
  * <p>Give it a client built with {@link #clientConfig} (no retries inside fabric8): fabric8 retries
  * 429 and 5xx on its own by default, out of reach of the rate limit. Threads: the listener calls
