@@ -1,11 +1,117 @@
 package dev.gpushare.node.kube;
 
+import dev.gpushare.node.api.GpuShareMetrics;
+import dev.gpushare.node.api.ServiceException;
 import io.fabric8.kubernetes.client.KubernetesClientException;
 import java.time.Duration;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** How {@link KubeWriter} reads an API server's refusal: what to do next, by status code. */
+/**
+ * How {@link KubeWriter} sends a request: after a token of its {@link TokenBucket}, counted, and
+ * with the API server's refusal read as what to do next ({@link #classify}); and how it waits for
+ * the arbiter's view of an object.
+ */
 final class KubeCalls {
-  private KubeCalls() {}
+  // the writer's logger: what it refuses or retries is the writer's story
+  private static final Logger LOG = LoggerFactory.getLogger(KubeWriter.class);
+
+  /** How long the writer waits for the arbiter's view of an object. */
+  static final Duration VIEW_TIMEOUT = Duration.ofSeconds(10);
+
+  private final TokenBucket bucket;
+  private final GpuShareMetrics metrics;
+  private final AtomicLong requests = new AtomicLong();
+
+  KubeCalls(TokenBucket bucket, GpuShareMetrics metrics) {
+    this.bucket = bucket;
+    this.metrics = metrics;
+  }
+
+  /** Requests sent so far, reads included. */
+  long sent() {
+    return requests.get();
+  }
+
+  /**
+   * A write of an object of {@code kind} ({@code node}, {@code pod}, {@code event}, the label of
+   * {@code gpushare_kubernetes_write_errors_total}). A request that the server refused for good is
+   * logged, and the pass goes on without it; every failure is counted.
+   */
+  <T> T write(String kind, String what, Supplier<T> request) {
+    try {
+      return call(what, request, () -> metrics.kubernetesWrite(kind));
+    } catch (Rejected r) {
+      metrics.kubernetesWriteError(kind, "rejected");
+      LOG.warn("{}; dropped until the next change", r.getMessage());
+      return null;
+    } catch (Retry r) {
+      metrics.kubernetesWriteError(kind, "retry");
+      throw r;
+    } catch (Conflict c) {
+      // An Event's 409 means it exists already (written before a fail-over): no error.
+      if (!"event".equals(kind)) {
+        metrics.kubernetesWriteError(kind, "conflict");
+      }
+      throw c;
+    } catch (Gone | Stopped g) {
+      throw g;
+    } catch (RuntimeException e) {
+      metrics.kubernetesWriteError(kind, "error");
+      throw e;
+    }
+  }
+
+  <T> T call(String what, Supplier<T> request) {
+    return call(what, request, () -> {});
+  }
+
+  /** {@code request} once the rate limit lets it go; {@code sent} is told just before it goes. */
+  <T> T call(String what, Supplier<T> request, Runnable sent) {
+    long wait = bucket.reserve();
+    if (wait > 0) {
+      try {
+        TimeUnit.NANOSECONDS.sleep(wait);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new Stopped();
+      }
+    }
+    requests.incrementAndGet();
+    sent.run();
+    try {
+      return request.get();
+    } catch (KubernetesClientException e) {
+      throw classify(what, e);
+    }
+  }
+
+  static <T> T view(String what, CompletionStage<T> stage) {
+    try {
+      return stage.toCompletableFuture().get(VIEW_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new Stopped();
+    } catch (TimeoutException e) {
+      throw new Retry(what + " took longer than " + VIEW_TIMEOUT, null);
+    } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
+      while (cause instanceof CompletionException && cause.getCause() != null) {
+        cause = cause.getCause();
+      }
+      if (cause instanceof ServiceException s && s.kind() == ServiceException.Kind.NOT_FOUND) {
+        return null;
+      }
+      throw new Retry(what + " failed: " + cause, null);
+    }
+  }
 
   static RuntimeException classify(String what, KubernetesClientException e) {
     int code = e.getCode();

@@ -3,13 +3,11 @@ package dev.gpushare.node.kube;
 import dev.gpushare.node.api.GpuShareMetrics;
 import dev.gpushare.node.api.GpuShareReader;
 import dev.gpushare.node.api.GpuShareReader.ChangeListener;
-import dev.gpushare.node.api.ServiceException;
 import dev.gpushare.node.api.Views.EventView;
 import dev.gpushare.node.api.Views.NodeView;
 import dev.gpushare.node.api.Views.PodView;
 import dev.gpushare.node.kube.KubeCalls.Conflict;
 import dev.gpushare.node.kube.KubeCalls.Gone;
-import dev.gpushare.node.kube.KubeCalls.Rejected;
 import dev.gpushare.node.kube.KubeCalls.Retry;
 import dev.gpushare.node.kube.KubeCalls.Stopped;
 import io.fabric8.kubernetes.api.model.HasMetadata;
@@ -21,7 +19,6 @@ import io.fabric8.kubernetes.api.model.events.v1.Event;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
-import io.fabric8.kubernetes.client.KubernetesClientException;
 import io.fabric8.kubernetes.client.dsl.base.PatchContext;
 import io.fabric8.kubernetes.client.dsl.base.PatchType;
 import java.time.Duration;
@@ -30,13 +27,10 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
@@ -100,7 +94,6 @@ public final class KubeWriter implements AutoCloseable {
   public static final String GPU_UUID_ANNOTATION = "gpushare.dev/gpu-uuid";
 
   static final Duration INITIAL_BACKOFF = Duration.ofMillis(100);
-  static final Duration VIEW_TIMEOUT = Duration.ofSeconds(10);
   static final int MAX_CONFLICTS = 5;
 
   /** Workers: enough to keep the budget busy while some wait on the arbiter's answers. */
@@ -137,9 +130,8 @@ public final class KubeWriter implements AutoCloseable {
   private final KubernetesClient client;
   private final GpuShareReader service;
   private final KubeSyncSettings settings;
-  private final TokenBucket bucket;
+  private final KubeCalls calls;
   private final Backoff backoff;
-  private final AtomicLong requests = new AtomicLong();
   private final AtomicLong reads = new AtomicLong();
   private final GpuShareMetrics metrics;
   private final KubeCache cache;
@@ -186,7 +178,8 @@ public final class KubeWriter implements AutoCloseable {
     this.metrics = service.metrics();
     metrics.kubernetesWriterStarted();
     this.settings = settings;
-    this.bucket = new TokenBucket(settings.qps(), settings.burst(), nanoTime);
+    this.calls =
+        new KubeCalls(new TokenBucket(settings.qps(), settings.burst(), nanoTime), metrics);
     this.backoff = new Backoff(INITIAL_BACKOFF, settings.maxBackoff(), jitter);
     this.queue =
         new WorkQueue<>(
@@ -271,7 +264,7 @@ public final class KubeWriter implements AutoCloseable {
       do {
         String page = next;
         var list =
-            call(
+            calls.call(
                 "list gpushare's Events",
                 () ->
                     client
@@ -332,7 +325,7 @@ public final class KubeWriter implements AutoCloseable {
 
   /** API requests sent so far, reads included (a metric; tests use it too). */
   public long requestsSent() {
-    return requests.get();
+    return calls.sent();
   }
 
   /** Reads of single objects sent so far (only after a 409); the informers' lists not counted. */
@@ -534,13 +527,14 @@ public final class KubeWriter implements AutoCloseable {
   private void readAfresh(Target target) {
     reads.incrementAndGet();
     if (target instanceof NodeTarget n) {
-      Node node = call("read node " + n.name(), () -> client.nodes().withName(n.name()).get());
+      Node node =
+          calls.call("read node " + n.name(), () -> client.nodes().withName(n.name()).get());
       if (node != null) {
         cache.wrote(node);
       }
     } else if (target instanceof PodTarget p) {
       Pod pod =
-          call(
+          calls.call(
               "read pod " + p.namespace() + "/" + p.name(),
               () -> client.pods().inNamespace(p.namespace()).withName(p.name()).get());
       if (pod != null) {
@@ -550,8 +544,8 @@ public final class KubeWriter implements AutoCloseable {
   }
 
   private void syncEverything() {
-    List<NodeView> nodes = view("list the arbiter's nodes", service.nodes());
-    List<PodView> pods = view("list the arbiter's pods", service.pods(Optional.empty()));
+    List<NodeView> nodes = KubeCalls.view("list the arbiter's nodes", service.nodes());
+    List<PodView> pods = KubeCalls.view("list the arbiter's pods", service.pods(Optional.empty()));
     if (nodes != null) {
       nodes.forEach(
           n -> {
@@ -571,7 +565,7 @@ public final class KubeWriter implements AutoCloseable {
   private void syncNode(NodeTarget target, int priority) {
     String name = target.name();
     String what = "node " + name;
-    NodeView view = view("the arbiter's view of " + what, service.node(name));
+    NodeView view = KubeCalls.view("the arbiter's view of " + what, service.node(name));
     if (view == null) {
       return;
     }
@@ -641,7 +635,7 @@ public final class KubeWriter implements AutoCloseable {
 
   private void syncNodeEvents(NodeTarget target) {
     String name = target.name();
-    NodeView view = view("the arbiter's view of node " + name, service.node(name));
+    NodeView view = KubeCalls.view("the arbiter's view of node " + name, service.node(name));
     if (view == null) {
       return;
     }
@@ -653,7 +647,7 @@ public final class KubeWriter implements AutoCloseable {
     String ns = target.namespace();
     String name = target.name();
     String what = "pod " + ns + "/" + name;
-    PodView view = view("the arbiter's view of " + what, service.pod(ns, name));
+    PodView view = KubeCalls.view("the arbiter's view of " + what, service.pod(ns, name));
     if (view == null) {
       return;
     }
@@ -701,7 +695,8 @@ public final class KubeWriter implements AutoCloseable {
   private void syncPodEvents(PodTarget target) {
     String ns = target.namespace();
     String name = target.name();
-    PodView view = view("the arbiter's view of pod " + ns + "/" + name, service.pod(ns, name));
+    PodView view =
+        KubeCalls.view("the arbiter's view of pod " + ns + "/" + name, service.pod(ns, name));
     if (view == null) {
       eventsWritten.remove(target);
       return;
@@ -712,7 +707,7 @@ public final class KubeWriter implements AutoCloseable {
 
   /** A patch whose answer — the object as now stored — goes into the cache. */
   private <T extends HasMetadata> T patch(String kind, String what, Supplier<T> request) {
-    T written = write(kind, what, request);
+    T written = calls.write(kind, what, request);
     if (written != null) {
       cache.wrote(written);
     }
@@ -749,7 +744,7 @@ public final class KubeWriter implements AutoCloseable {
       if (have == null) {
         Event event = KubeEvents.desired(regarding, series, settings.reportingInstance(), now);
         try {
-          write("event", what, () -> client.resource(event).create());
+          calls.write("event", what, () -> client.resource(event).create());
         } catch (Conflict exists) {
           // written before this writer started, and not found then (the list failed)
           LOG.debug("Event {} exists already", name);
@@ -769,7 +764,7 @@ public final class KubeWriter implements AutoCloseable {
   }
 
   private void patchSeries(String namespace, KubeEvents.Series series, String what) {
-    write(
+    calls.write(
         "event",
         what + " (" + series.count() + " times)",
         () ->
@@ -787,81 +782,6 @@ public final class KubeWriter implements AutoCloseable {
       return service.clock().now();
     } catch (RuntimeException e) {
       return Instant.now();
-    }
-  }
-
-  // ---- requests ----
-
-  /**
-   * A write of an object of {@code kind} ({@code node}, {@code pod}, {@code event}, the label of
-   * {@code gpushare_kubernetes_write_errors_total}). A request that the server refused for good is
-   * logged, and the pass goes on without it; every failure is counted.
-   */
-  private <T> T write(String kind, String what, Supplier<T> request) {
-    try {
-      return call(what, request, () -> metrics.kubernetesWrite(kind));
-    } catch (Rejected r) {
-      metrics.kubernetesWriteError(kind, "rejected");
-      LOG.warn("{}; dropped until the next change", r.getMessage());
-      return null;
-    } catch (Retry r) {
-      metrics.kubernetesWriteError(kind, "retry");
-      throw r;
-    } catch (Conflict c) {
-      // An Event's 409 means it exists already (written before a fail-over): no error.
-      if (!"event".equals(kind)) {
-        metrics.kubernetesWriteError(kind, "conflict");
-      }
-      throw c;
-    } catch (Gone | Stopped g) {
-      throw g;
-    } catch (RuntimeException e) {
-      metrics.kubernetesWriteError(kind, "error");
-      throw e;
-    }
-  }
-
-  private <T> T call(String what, Supplier<T> request) {
-    return call(what, request, () -> {});
-  }
-
-  /** {@code request} once the rate limit lets it go; {@code sent} is told just before it goes. */
-  private <T> T call(String what, Supplier<T> request, Runnable sent) {
-    long wait = bucket.reserve();
-    if (wait > 0) {
-      try {
-        TimeUnit.NANOSECONDS.sleep(wait);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new Stopped();
-      }
-    }
-    requests.incrementAndGet();
-    sent.run();
-    try {
-      return request.get();
-    } catch (KubernetesClientException e) {
-      throw KubeCalls.classify(what, e);
-    }
-  }
-
-  private <T> T view(String what, CompletionStage<T> stage) {
-    try {
-      return stage.toCompletableFuture().get(VIEW_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new Stopped();
-    } catch (TimeoutException e) {
-      throw new Retry(what + " took longer than " + VIEW_TIMEOUT, null);
-    } catch (ExecutionException e) {
-      Throwable cause = e.getCause();
-      while (cause instanceof CompletionException && cause.getCause() != null) {
-        cause = cause.getCause();
-      }
-      if (cause instanceof ServiceException s && s.kind() == ServiceException.Kind.NOT_FOUND) {
-        return null;
-      }
-      throw new Retry(what + " failed: " + cause, null);
     }
   }
 }
