@@ -302,19 +302,6 @@ public final class KubeWriter implements AutoCloseable {
   }
 
   /**
-   * The node changed in the API server: check it. The writer's own informers call this for changes
-   * to what gpushare owns; a check that finds nothing to change costs no request.
-   */
-  public void markNode(String name) {
-    queue.mark(new Work(new NodeTarget(name), false), DRIFT);
-  }
-
-  /** The pod changed in the API server: check it, as {@link #markNode}. */
-  public void markPod(String namespace, String name) {
-    queue.mark(new Work(new PodTarget(namespace, name), false), DRIFT);
-  }
-
-  /**
    * Completes when no work waits and no pass is in flight: everything marked so far is written,
    * found unchanged, or refused for good (and logged). Work waiting out a back-off keeps it
    * pending. Completes exceptionally when the writer is closed first.
