@@ -64,6 +64,14 @@ final class MergePatch {
     return out;
   }
 
+  /** The strategic merge patch's entry that removes the list element of {@code type}. */
+  static Map<String, Object> deleteByType(String type) {
+    Map<String, Object> delete = new LinkedHashMap<>();
+    delete.put("type", type);
+    delete.put("$patch", "delete");
+    return delete;
+  }
+
   @Override
   public String toString() {
     return json();

@@ -151,10 +151,7 @@ final class NodeWrites {
     }
     for (String type : is.keySet()) {
       if (OUR_CONDITIONS.contains(type) && !wanted.contains(type)) {
-        Map<String, Object> delete = new LinkedHashMap<>();
-        delete.put("type", type);
-        delete.put("$patch", "delete");
-        entries.add(delete);
+        entries.add(MergePatch.deleteByType(type));
       }
     }
     if (!entries.isEmpty()) {

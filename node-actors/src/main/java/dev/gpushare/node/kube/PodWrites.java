@@ -89,10 +89,7 @@ final class PodWrites {
     }
     for (String type : now.keySet()) {
       if (OUR_CONDITIONS.contains(type) && !wantedTypes.contains(type)) {
-        Map<String, Object> delete = new LinkedHashMap<>();
-        delete.put("type", type);
-        delete.put("$patch", "delete");
-        entries.add(delete);
+        entries.add(MergePatch.deleteByType(type));
       }
     }
     MergePatch patch = new MergePatch();

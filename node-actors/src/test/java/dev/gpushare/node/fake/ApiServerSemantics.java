@@ -219,7 +219,8 @@ public final class ApiServerSemantics {
     return out;
   }
 
-  private static MockResponse status(int code, String message) {
+  /** The API server's {@code Status} answer with {@code code} and {@code message}. */
+  public static MockResponse status(int code, String message) {
     String body =
         "{\"apiVersion\":\"v1\",\"kind\":\"Status\",\"status\":\"Failure\",\"code\":"
             + code

@@ -112,7 +112,7 @@ final class MockApi implements AutoCloseable {
         Fault fault = faults.peek();
         if (fault != null && fault.method.equals(request.getMethod()) && fault.path.equals(bare)) {
           faults.poll();
-          response = status(fault.code, "injected failure");
+          response = ApiServerSemantics.status(fault.code, "injected failure");
         }
       }
       if (response == null) {
@@ -142,7 +142,7 @@ final class MockApi implements AutoCloseable {
                     JSON.readTree(
                         new String(current.getBody().getBytes(), StandardCharsets.UTF_8)));
             if (stored != null && !stored.equals(sent)) {
-              return status(
+              return ApiServerSemantics.status(
                   409,
                   "Operation cannot be fulfilled: the object has been modified; please apply"
                       + " your changes to the latest version and try again");
@@ -150,7 +150,7 @@ final class MockApi implements AutoCloseable {
           }
         }
       } catch (java.io.IOException e) {
-        return status(400, e.toString());
+        return ApiServerSemantics.status(400, e.toString());
       }
       return super.handleUpdate(request);
     }
@@ -158,16 +158,6 @@ final class MockApi implements AutoCloseable {
     private static String resourceVersion(JsonNode object) {
       JsonNode rv = object.path("metadata").path("resourceVersion");
       return rv.isTextual() ? rv.asText() : null;
-    }
-
-    private static MockResponse status(int code, String message) {
-      String body =
-          "{\"apiVersion\":\"v1\",\"kind\":\"Status\",\"status\":\"Failure\",\"code\":"
-              + code
-              + ",\"message\":\""
-              + message
-              + "\"}";
-      return new MockResponse().setResponseCode(code).setBody(body);
     }
   }
 }
